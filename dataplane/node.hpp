@@ -1,0 +1,65 @@
+// A node is a switch or a NIC: pure logic that receives frames and timer ticks and emits frames.
+// It never reads a clock, sleeps, locks or calls DPDK port functions; a driver (realtime or
+// virtual time) calls it and carries what it transmits over links.
+#pragma once
+
+#include "dataplane/packet.hpp"
+#include "dataplane/time.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace rocefab {
+
+// Where a node's transmitted frames go: the driver connects each port to a link.
+class frame_sink {
+public:
+    virtual ~frame_sink() = default;
+    // Takes ownership of `frame`. A frame the link cannot carry (down, over MTU, queue full)
+    // is freed and counted by the link.
+    virtual void transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) = 0;
+    // When the link on `port` finishes serialising what it already holds; <= now when idle.
+    virtual sim_time busy_until(std::uint16_t port) const = 0;
+};
+
+class node {
+public:
+    node(std::string name, std::uint16_t port_count) : _name(std::move(name)), _port_count(port_count) {}
+    virtual ~node() = default;
+    node(const node&) = delete;
+    node& operator=(const node&) = delete;
+
+    const std::string& name() const { return _name; }
+    std::uint16_t port_count() const { return _port_count; }
+
+    // A frame arrived on `port` at `now`. The node owns `frame` from here on.
+    virtual void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) = 0;
+
+    // Work due at `now`: expired timers, and for a NIC the doorbells of its host's queues.
+    // Returns whether it did anything, so an idle driver can back off.
+    virtual bool poll(sim_time now) = 0;
+
+    // The earliest time poll() has timer work; `never` when none. The virtual-time driver
+    // jumps to it; the realtime driver polls continuously and may ignore it.
+    virtual sim_time next_deadline() const { return never; }
+
+    void attach(frame_sink* output, rte_mempool* pool) {
+        _output = output;
+        _pool = pool;
+    }
+
+protected:
+    void transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) { _output->transmit(port, frame, now); }
+    sim_time busy_until(std::uint16_t port) const { return _output->busy_until(port); }
+    // nullptr when the pool is exhausted; callers count that and carry on.
+    rte_mbuf* allocate_frame() { return rte_pktmbuf_alloc(_pool); }
+    rte_mempool* pool() const { return _pool; }
+
+private:
+    std::string _name;
+    std::uint16_t _port_count;
+    frame_sink* _output = nullptr;
+    rte_mempool* _pool = nullptr;
+};
+
+} // namespace rocefab

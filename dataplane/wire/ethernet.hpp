@@ -1,0 +1,51 @@
+// Ethernet II and IEEE 802.1Q headers.
+#pragma once
+
+#include "dataplane/wire/endian.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace rocefab::wire {
+
+struct mac_address {
+    std::array<std::uint8_t, 6> bytes{};
+
+    friend constexpr bool operator==(const mac_address&, const mac_address&) = default;
+    constexpr bool is_multicast() const { return bytes[0] & 1; }
+    std::string to_string() const;
+    // Parses "aa:bb:cc:dd:ee:ff"; returns false on anything else.
+    static bool parse(const std::string& text, mac_address& out);
+} __attribute__((packed));
+static_assert(sizeof(mac_address) == 6);
+
+namespace ethertype {
+inline constexpr std::uint16_t ipv4 = 0x0800;
+inline constexpr std::uint16_t arp = 0x0806;
+inline constexpr std::uint16_t vlan = 0x8100;
+inline constexpr std::uint16_t ipv6 = 0x86dd;
+inline constexpr std::uint16_t mac_control = 0x8808; // 802.3x / 802.1Qbb PFC
+} // namespace ethertype
+
+struct ethernet_header {
+    mac_address destination;
+    mac_address source;
+    be16 ether_type;
+} __attribute__((packed));
+static_assert(sizeof(ethernet_header) == 14);
+
+// 802.1Q tag: follows the source MAC; ether_type of the outer header is 0x8100.
+struct vlan_header {
+    be16 tci; // PCP (3) | DEI (1) | VID (12)
+    be16 ether_type;
+
+    constexpr std::uint8_t pcp() const { return tci.load() >> 13; }
+    constexpr std::uint16_t vid() const { return tci.load() & 0x0fff; }
+    constexpr void set(std::uint8_t pcp, std::uint16_t vid) {
+        tci.store(static_cast<std::uint16_t>((pcp & 7) << 13 | (vid & 0x0fff)));
+    }
+} __attribute__((packed));
+static_assert(sizeof(vlan_header) == 4);
+
+} // namespace rocefab::wire
