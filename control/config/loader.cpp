@@ -1,0 +1,624 @@
+// YAML to `topology`, with validation. Every check reports the first problem it finds as a `config_error`
+// carrying the position yaml-cpp recorded for the offending node, the key path and the valid choices.
+// Internally a failure unwinds as a `load_failure` exception; nothing escapes parse_topology.
+#include "control/config/topology.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+
+namespace rocefab::config {
+namespace {
+
+struct load_failure {
+    config_error error;
+};
+
+constexpr std::size_t not_linked = std::numeric_limits<std::size_t>::max();
+// Generated MACs carry a 16-bit node number and a 16-bit port number (see topology.hpp).
+constexpr std::size_t max_generated_index = 0xfffe;
+
+struct position {
+    int line = 0;
+    int column = 0;
+};
+
+position position_of(const YAML::Node& node) {
+    const YAML::Mark mark = node.Mark();
+    if (mark.line < 0) return {};
+    return {mark.line + 1, mark.column + 1};
+}
+
+std::string describe_type(const YAML::Node& node) {
+    switch (node.Type()) {
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "nothing";
+    }
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator = ", ") {
+    std::string text;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i == 10 && items.size() > 12) return text + std::string(separator) + "... " +
+                                                 std::to_string(items.size() - 10) + " more";
+        if (i) text += separator;
+        text += items[i];
+    }
+    return text.empty() ? "none" : text;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+bool is_valid_name(std::string_view name) {
+    if (name.empty()) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+               c == '-';
+    });
+}
+
+// Digit runs compare as numbers so that swp2 sorts before swp10, as `ip link` users expect.
+bool natural_less(std::string_view a, std::string_view b) {
+    std::size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        const bool digit_a = a[i] >= '0' && a[i] <= '9', digit_b = b[j] >= '0' && b[j] <= '9';
+        if (digit_a && digit_b) {
+            std::size_t end_a = i, end_b = j;
+            while (end_a < a.size() && a[end_a] >= '0' && a[end_a] <= '9') ++end_a;
+            while (end_b < b.size() && b[end_b] >= '0' && b[end_b] <= '9') ++end_b;
+            std::string_view run_a = a.substr(i, end_a - i), run_b = b.substr(j, end_b - j);
+            while (run_a.size() > 1 && run_a[0] == '0') run_a.remove_prefix(1);
+            while (run_b.size() > 1 && run_b[0] == '0') run_b.remove_prefix(1);
+            if (run_a.size() != run_b.size()) return run_a.size() < run_b.size();
+            if (run_a != run_b) return run_a < run_b;
+            i = end_a;
+            j = end_b;
+        } else {
+            if (a[i] != b[j]) return a[i] < b[j];
+            ++i;
+            ++j;
+        }
+    }
+    if ((a.size() - i) != (b.size() - j)) return (a.size() - i) < (b.size() - j);
+    return a < b; // "swp01" vs "swp1": any fixed order will do
+}
+
+std::string address_only(const ip_prefix& prefix) {
+    const std::string text = prefix.to_string();
+    return text.substr(0, text.rfind('/'));
+}
+
+wire::mac_address generated_mac(std::uint8_t kind, std::size_t node, std::size_t port) {
+    wire::mac_address mac;
+    mac.bytes = {0x02, kind, static_cast<std::uint8_t>((node + 1) >> 8), static_cast<std::uint8_t>(node + 1),
+                 static_cast<std::uint8_t>((port + 1) >> 8), static_cast<std::uint8_t>(port + 1)};
+    return mac;
+}
+constexpr std::uint8_t nic_mac_kind = 0x01;
+constexpr std::uint8_t port_mac_kind = 0x02;
+
+// "aa:bb:cc:dd:ee:ff" exactly; mac_address::parse alone (sscanf) would let "2:0:0:0:0:1" or " 02:..." through.
+bool parse_mac_strictly(const std::string& text, wire::mac_address& out) {
+    if (text.size() != 17) return false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        if (i % 3 == 2 ? c != ':' : !hex) return false;
+    }
+    return wire::mac_address::parse(text, out);
+}
+
+struct entry {
+    std::string key;
+    YAML::Node key_node;
+    YAML::Node value;
+};
+
+// A YAML mapping whose keys have been checked: all known, none repeated.
+struct mapping {
+    YAML::Node node;
+    std::string path;
+    std::vector<entry> entries;
+
+    const entry* find(std::string_view key) const {
+        for (const auto& e : entries)
+            if (e.key == key) return &e;
+        return nullptr;
+    }
+    std::string child_path(std::string_view key) const { return path.empty() ? std::string(key) : path + "." + std::string(key); }
+};
+
+struct nic_state {
+    YAML::Node node;
+    std::optional<YAML::Node> mac_node; // set when the MAC came from the file
+    std::size_t link = not_linked;
+};
+
+struct pending_port {
+    std::string name;
+    std::size_t link;
+    bool on_a; // which end of the link this port is
+};
+
+struct named_node {
+    enum endpoint::kind kind;
+    std::size_t index;
+    int line;
+};
+
+class loader {
+public:
+    explicit loader(std::string file) : _file(std::move(file)) {}
+
+    void load(const YAML::Node& root, topology& out) {
+        out = topology{};
+        out.source_file = _file;
+        if (!root.IsMap()) {
+            const position at = position_of(root);
+            throw load_failure{{_file, at.line, at.column, "",
+                                "expected a mapping with the keys fabric, defaults, switches, hosts, links; got " +
+                                    describe_type(root)}};
+        }
+        const mapping top = expect_map(root, "", {"fabric", "defaults", "switches", "hosts", "links"});
+
+        out.name = default_fabric_name();
+        if (const entry* e = top.find("fabric")) out.name = expect_name(e->value, "fabric");
+
+        link_params defaults;
+        if (const entry* e = top.find("defaults")) load_defaults(e->value, defaults);
+
+        if (const entry* e = top.find("switches")) load_switches(e->value, out);
+        const entry* hosts = top.find("hosts");
+        if (!hosts) fail(root, "hosts", "missing; a fabric needs at least one host");
+        load_hosts(hosts->value, out);
+        if (const entry* e = top.find("links")) load_links(e->value, defaults, out);
+
+        check_every_nic_linked(out);
+        number_switch_ports(out);
+        assign_macs(out);
+        out.routes = compute_routes(out);
+    }
+
+private:
+    [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& message) const {
+        const position p = position_of(at);
+        throw load_failure{{_file, p.line, p.column, key, message}};
+    }
+
+    std::string default_fabric_name() const {
+        const std::string stem = std::filesystem::path(_file).stem().string();
+        return stem.empty() ? "fabric" : stem;
+    }
+
+    mapping expect_map(const YAML::Node& node, const std::string& path,
+                       std::initializer_list<std::string_view> valid_keys) const {
+        if (!node.IsMap()) fail(node, path, "expected a mapping (key: value pairs), got " + describe_type(node));
+        mapping m{node, path, {}};
+        std::vector<std::string> valid(valid_keys.begin(), valid_keys.end());
+        for (auto it = node.begin(); it != node.end(); ++it) {
+            const YAML::Node key_node = it->first;
+            if (!key_node.IsScalar()) fail(key_node, path, "expected a plain key, got " + describe_type(key_node));
+            const std::string key = key_node.Scalar();
+            if (std::find(valid.begin(), valid.end(), key) == valid.end()) {
+                std::string message = "unknown key '" + key + "'";
+                for (const auto& candidate : valid)
+                    if (edit_distance(key, candidate) <= 2 && key.size() > 2) {
+                        message += "; did you mean '" + candidate + "'?";
+                        break;
+                    }
+                fail(key_node, m.child_path(key), message + " (valid keys: " + join(valid) + ")");
+            }
+            // yaml-cpp keeps both copies of a repeated key and answers lookups with the first; say so instead.
+            if (const entry* first = m.find(key))
+                fail(key_node, m.child_path(key),
+                     "duplicate key (first given at line " + std::to_string(position_of(first->key_node).line) + ")");
+            m.entries.push_back({key, key_node, it->second});
+        }
+        return m;
+    }
+
+    const YAML::Node& required(const mapping& m, std::string_view key, const std::string& hint) const {
+        const entry* e = m.find(key);
+        if (!e) fail(m.node, m.path, "missing required key '" + std::string(key) + "'" + hint);
+        return e->value;
+    }
+
+    // An absent or empty list (`switches:` with nothing after it) is an empty list.
+    std::vector<YAML::Node> expect_list(const YAML::Node& node, const std::string& path) const {
+        if (node.IsNull()) return {};
+        if (!node.IsSequence()) fail(node, path, "expected a list (lines starting with '- '), got " + describe_type(node));
+        return {node.begin(), node.end()};
+    }
+
+    std::string expect_scalar(const YAML::Node& node, const std::string& path, const std::string& example) const {
+        if (!node.IsScalar()) fail(node, path, "expected a value such as " + example + ", got " + describe_type(node));
+        return node.Scalar();
+    }
+
+    std::string expect_name(const YAML::Node& node, const std::string& path) const {
+        const std::string name = expect_scalar(node, path, "'sw1'");
+        if (!is_valid_name(name))
+            fail(node, path, "bad name '" + name + "'; names use only letters, digits, '_', '.' and '-'");
+        return name;
+    }
+
+    // --- defaults and link parameters ---
+
+    void load_defaults(const YAML::Node& node, link_params& defaults) const {
+        if (node.IsNull()) return;
+        const mapping m = expect_map(node, "defaults", {"link"});
+        if (const entry* e = m.find("link")) {
+            if (e->value.IsNull()) return;
+            const mapping link = expect_map(e->value, "defaults.link", {"speed", "delay", "mtu"});
+            load_link_params(link, defaults);
+        }
+    }
+
+    void load_link_params(const mapping& m, link_params& params) const {
+        if (const entry* e = m.find("speed")) {
+            const std::string path = m.child_path("speed");
+            const std::string text = expect_scalar(e->value, path, "100G");
+            const auto speed = parse_speed(text);
+            if (!speed)
+                fail(e->value, path,
+                     "bad speed '" + text + "'; expected a number and a unit M, G or T, optionally followed by bps "
+                     "(e.g. 100M, 25G, 100Gbps, 2.5G)");
+            if (*speed < min_link_speed_bps || *speed > max_link_speed_bps)
+                fail(e->value, path,
+                     "speed " + text + " is out of range; expected " + format_speed(min_link_speed_bps) + " to " +
+                         format_speed(max_link_speed_bps));
+            params.speed_bps = *speed;
+        }
+        if (const entry* e = m.find("delay")) {
+            const std::string path = m.child_path("delay");
+            const std::string text = expect_scalar(e->value, path, "1us");
+            const auto delay = parse_duration(text);
+            if (!delay)
+                fail(e->value, path,
+                     "bad delay '" + text + "'; expected a whole number of nanoseconds written with a unit ns, us "
+                     "or ms (e.g. 500ns, 1us, 1.5us, 2ms)");
+            if (*delay > max_link_delay)
+                fail(e->value, path,
+                     "delay " + text + " is out of range; expected 0ns to " + format_duration(max_link_delay));
+            params.delay = *delay;
+        }
+        if (const entry* e = m.find("mtu")) {
+            const std::string path = m.child_path("mtu");
+            const std::string text = expect_scalar(e->value, path, "4200");
+            const std::string range = std::to_string(min_link_mtu) + " to " + std::to_string(max_link_mtu);
+            const bool digits = !text.empty() && text.size() <= 9 &&
+                                std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+            if (!digits)
+                fail(e->value, path,
+                     "bad MTU '" + text + "'; expected a whole number of bytes from " + range +
+                         " (the IP MTU, as in `ip link set mtu`)");
+            const auto mtu = static_cast<std::uint32_t>(std::stoul(text));
+            if (mtu < min_link_mtu || mtu > max_link_mtu)
+                fail(e->value, path,
+                     "MTU " + text + " is out of range; expected " + range + " (the IP MTU, as in `ip link set mtu`)");
+            params.mtu = mtu;
+        }
+    }
+
+    // --- nodes ---
+
+    void claim_name(const std::string& name, const YAML::Node& at, const std::string& path, enum endpoint::kind kind,
+                    std::size_t index) {
+        const auto [it, fresh] = _names.emplace(name, named_node{kind, index, position_of(at).line});
+        if (!fresh)
+            fail(at, path,
+                 "duplicate name '" + name + "': already used by the " +
+                     (it->second.kind == endpoint::host_nic ? "host" : "switch") + " at line " +
+                     std::to_string(it->second.line) + " (host and switch names share one namespace)");
+    }
+
+    void load_switches(const YAML::Node& node, topology& out) {
+        const auto items = expect_list(node, "switches");
+        if (items.size() > max_generated_index) fail(node, "switches", "too many switches (at most 65534)");
+        for (std::size_t s = 0; s < items.size(); ++s) {
+            const std::string path = "switches[" + std::to_string(s) + "]";
+            const mapping m = expect_map(items[s], path, {"name"});
+            const YAML::Node& name_node = required(m, "name", " (e.g. name: sw1)");
+            switch_config sw;
+            sw.name = expect_name(name_node, m.child_path("name"));
+            claim_name(sw.name, name_node, m.child_path("name"), endpoint::switch_port, s);
+            out.switches.push_back(std::move(sw));
+        }
+        _ports.resize(out.switches.size());
+    }
+
+    void load_hosts(const YAML::Node& node, topology& out) {
+        const auto items = expect_list(node, "hosts");
+        if (items.empty()) fail(node, "hosts", "a fabric needs at least one host");
+        if (items.size() > max_generated_index) fail(node, "hosts", "too many hosts (at most 65534)");
+        for (std::size_t h = 0; h < items.size(); ++h) {
+            const std::string path = "hosts[" + std::to_string(h) + "]";
+            const mapping m = expect_map(items[h], path, {"name", "nics"});
+            const YAML::Node& name_node = required(m, "name", " (e.g. name: h1)");
+            host_config host;
+            host.name = expect_name(name_node, m.child_path("name"));
+            claim_name(host.name, name_node, m.child_path("name"), endpoint::host_nic, h);
+
+            const YAML::Node& nics_node = required(m, "nics", " (e.g. nics: [ { name: rfab0, address: 10.0.0.1/24 } ])");
+            const auto nics = expect_list(nics_node, m.child_path("nics"));
+            if (nics.empty()) fail(nics_node, m.child_path("nics"), "a host needs at least one NIC");
+            if (nics.size() > max_generated_index) fail(nics_node, m.child_path("nics"), "too many NICs (at most 65534)");
+            _nics.emplace_back();
+            for (std::size_t n = 0; n < nics.size(); ++n)
+                host.nics.push_back(load_nic(nics[n], m.child_path("nics") + "[" + std::to_string(n) + "]", host));
+            out.hosts.push_back(std::move(host));
+        }
+    }
+
+    nic_config load_nic(const YAML::Node& node, const std::string& path, const host_config& host) {
+        const mapping m = expect_map(node, path, {"name", "address", "mac"});
+        nic_config nic;
+        nic_state state{node, std::nullopt, not_linked};
+
+        const YAML::Node& name_node = required(m, "name", " (e.g. name: rfab0)");
+        nic.name = expect_name(name_node, m.child_path("name"));
+        for (const auto& other : host.nics)
+            if (other.name == nic.name)
+                fail(name_node, m.child_path("name"), "duplicate NIC name '" + nic.name + "' on host '" + host.name + "'");
+
+        const YAML::Node& address_node = required(m, "address", " (e.g. address: 10.0.0.1/24)");
+        const std::string text = expect_scalar(address_node, m.child_path("address"), "10.0.0.1/24");
+        const auto prefix = parse_ip_prefix(text);
+        if (!prefix)
+            fail(address_node, m.child_path("address"),
+                 "bad address '" + text + "'; expected ADDRESS/LENGTH in CIDR notation, IPv4 (e.g. 10.0.0.1/24, "
+                 "length 0-32) or IPv6 (e.g. fd00::1/64, length 0-128)");
+        check_usable(*prefix, address_node, m.child_path("address"));
+        const std::string owner = host.name + "/" + nic.name;
+        const auto [used, fresh] = _addresses.emplace(prefix->address, std::pair{owner, position_of(address_node).line});
+        if (!fresh)
+            fail(address_node, m.child_path("address"),
+                 "duplicate address " + address_only(*prefix) +
+                     ": already used by " + used->second.first + " at line " + std::to_string(used->second.second));
+        nic.address = *prefix;
+
+        if (const entry* e = m.find("mac")) {
+            const std::string mac_text = expect_scalar(e->value, m.child_path("mac"), "02:00:00:00:00:01");
+            if (!parse_mac_strictly(mac_text, nic.mac))
+                fail(e->value, m.child_path("mac"),
+                     "bad MAC '" + mac_text + "'; expected six two-digit hex bytes separated by ':' "
+                     "(e.g. 02:00:00:00:00:01)");
+            if (nic.mac.is_multicast() || nic.mac == wire::mac_address{})
+                fail(e->value, m.child_path("mac"),
+                     "MAC " + mac_text + " cannot be a NIC address: it must be unicast (first byte even) and not "
+                     "all zeros");
+            state.mac_node = e->value;
+        }
+        _nics.back().push_back(std::move(state));
+        return nic;
+    }
+
+    void check_usable(const ip_prefix& prefix, const YAML::Node& at, const std::string& path) const {
+        const auto& b = prefix.address.bytes;
+        bool bad;
+        if (!prefix.v6) {
+            const std::uint32_t v4 = prefix.address.v4();
+            bad = v4 == 0 || (v4 >> 24) == 127 || (v4 >> 28) == 0xe || v4 == 0xffffffff;
+        } else {
+            bad = prefix.address == wire::ipv6_address{} || b[0] == 0xff ||
+                  prefix.address == wire::ipv6_address{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}};
+        }
+        if (bad)
+            fail(at, path,
+                 "address " + prefix.to_string() +
+                     " cannot be a NIC address (unspecified, loopback, multicast or broadcast)");
+    }
+
+    // --- links ---
+
+    endpoint resolve(const YAML::Node& node, const std::string& path, const topology& out, std::size_t link, bool on_a) {
+        const std::string text = expect_scalar(node, path, "h1/rfab0");
+        const auto slash = text.find('/');
+        if (slash == std::string::npos || slash == 0 || slash + 1 == text.size() ||
+            text.find('/', slash + 1) != std::string::npos)
+            fail(node, path, "bad endpoint '" + text + "'; expected NODE/PORT, e.g. h1/rfab0 or sw1/swp1");
+        const std::string node_name = text.substr(0, slash), port_name = text.substr(slash + 1);
+
+        const auto named = _names.find(node_name);
+        if (named == _names.end()) {
+            std::vector<std::string> hosts, switches;
+            for (const auto& h : out.hosts) hosts.push_back(h.name);
+            for (const auto& s : out.switches) switches.push_back(s.name);
+            fail(node, path,
+                 "unknown node '" + node_name + "' (hosts: " + join(hosts) + "; switches: " + join(switches) + ")");
+        }
+
+        if (named->second.kind == endpoint::host_nic) {
+            const std::size_t h = named->second.index;
+            const host_config& host = out.hosts[h];
+            for (std::size_t n = 0; n < host.nics.size(); ++n) {
+                if (host.nics[n].name != port_name) continue;
+                nic_state& state = _nics[h][n];
+                if (state.link != not_linked)
+                    fail(node, path,
+                         "NIC '" + text + "' is already linked by links[" + std::to_string(state.link) + "] (line " +
+                             std::to_string(out.links[state.link].line) + "); a NIC takes exactly one link");
+                state.link = link;
+                return {endpoint::host_nic, h, n};
+            }
+            std::vector<std::string> names;
+            for (const auto& nic : host.nics) names.push_back(nic.name);
+            fail(node, path, "host '" + node_name + "' has no NIC '" + port_name + "' (NICs: " + join(names) + ")");
+        }
+
+        const std::size_t s = named->second.index;
+        if (!is_valid_name(port_name))
+            fail(node, path,
+                 "bad port name '" + port_name + "'; port names use only letters, digits, '_', '.' and '-'");
+        auto& ports = _ports[s];
+        for (const auto& port : ports)
+            if (port.name == port_name)
+                fail(node, path,
+                     "port '" + text + "' is already linked by links[" + std::to_string(port.link) + "] (line " +
+                         std::to_string(out.links[port.link].line) + "); a port takes exactly one link");
+        if (ports.size() >= max_generated_index) fail(node, path, "too many ports on switch '" + node_name + "'");
+        ports.push_back({port_name, link, on_a});
+        return {endpoint::switch_port, s, ports.size() - 1}; // renumbered by number_switch_ports()
+    }
+
+    void load_links(const YAML::Node& node, const link_params& defaults, topology& out) {
+        const auto items = expect_list(node, "links");
+        for (std::size_t l = 0; l < items.size(); ++l) {
+            const std::string path = "links[" + std::to_string(l) + "]";
+            const mapping m = expect_map(items[l], path, {"a", "b", "speed", "delay", "mtu"});
+            const YAML::Node& a_node = required(m, "a", " (e.g. a: h1/rfab0)");
+            const YAML::Node& b_node = required(m, "b", " (e.g. b: sw1/swp1)");
+            link_config link;
+            link.line = position_of(items[l]).line;
+            link.params = defaults;
+            load_link_params(m, link.params);
+            out.links.push_back(link); // before resolving, so that "already linked by" can name its line
+            const endpoint a = resolve(a_node, m.child_path("a"), out, l, true);
+            // Compared by name before b is resolved, so that "sw1/swp1 to sw1/swp2" is reported as a self-link
+            // rather than creating a second port on sw1.
+            const std::string a_node_name = a_node.Scalar().substr(0, a_node.Scalar().find('/'));
+            const std::string b_text = expect_scalar(b_node, m.child_path("b"), "sw1/swp1");
+            if (b_text.find('/') != std::string::npos && b_text.substr(0, b_text.find('/')) == a_node_name)
+                fail(b_node, m.child_path("b"),
+                     "both ends are on '" + a_node_name + "'; a link joins two different nodes");
+            out.links.back().a = a;
+            out.links.back().b = resolve(b_node, m.child_path("b"), out, l, false);
+        }
+    }
+
+    void check_every_nic_linked(const topology& out) const {
+        for (std::size_t h = 0; h < out.hosts.size(); ++h)
+            for (std::size_t n = 0; n < out.hosts[h].nics.size(); ++n)
+                if (_nics[h][n].link == not_linked)
+                    fail(_nics[h][n].node,
+                         "hosts[" + std::to_string(h) + "].nics[" + std::to_string(n) + "]",
+                         "NIC '" + out.hosts[h].name + "/" + out.hosts[h].nics[n].name +
+                             "' is not linked; add it to links: (e.g. - { a: " + out.hosts[h].name + "/" +
+                             out.hosts[h].nics[n].name + ", b: " +
+                             (out.switches.empty() ? std::string("sw1") : out.switches[0].name) + "/swp1 })");
+    }
+
+    void number_switch_ports(topology& out) {
+        for (std::size_t s = 0; s < out.switches.size(); ++s) {
+            auto pending = _ports[s];
+            std::sort(pending.begin(), pending.end(),
+                      [](const pending_port& x, const pending_port& y) { return natural_less(x.name, y.name); });
+            for (std::size_t p = 0; p < pending.size(); ++p) {
+                out.switches[s].ports.push_back({pending[p].name, {}, pending[p].link});
+                link_config& link = out.links[pending[p].link];
+                (pending[p].on_a ? link.a : link.b).port = p;
+            }
+        }
+        for (std::size_t h = 0; h < out.hosts.size(); ++h)
+            for (std::size_t n = 0; n < out.hosts[h].nics.size(); ++n) out.hosts[h].nics[n].link_index = _nics[h][n].link;
+    }
+
+    void assign_macs(topology& out) const {
+        // Generated MACs cannot collide with each other; a MAC from the file can collide with anything.
+        std::map<std::array<std::uint8_t, 6>, std::string> generated;
+        for (std::size_t s = 0; s < out.switches.size(); ++s)
+            for (std::size_t p = 0; p < out.switches[s].ports.size(); ++p) {
+                auto& port = out.switches[s].ports[p];
+                port.mac = generated_mac(port_mac_kind, s, p);
+                generated.emplace(port.mac.bytes, out.switches[s].name + "/" + port.name);
+            }
+        for (std::size_t h = 0; h < out.hosts.size(); ++h)
+            for (std::size_t n = 0; n < out.hosts[h].nics.size(); ++n) {
+                auto& nic = out.hosts[h].nics[n];
+                if (_nics[h][n].mac_node) continue;
+                nic.mac = generated_mac(nic_mac_kind, h, n);
+                generated.emplace(nic.mac.bytes, out.hosts[h].name + "/" + nic.name);
+            }
+
+        std::map<std::array<std::uint8_t, 6>, std::pair<std::string, int>> given;
+        for (std::size_t h = 0; h < out.hosts.size(); ++h)
+            for (std::size_t n = 0; n < out.hosts[h].nics.size(); ++n) {
+                if (!_nics[h][n].mac_node) continue;
+                const YAML::Node& at = *_nics[h][n].mac_node;
+                const auto& nic = out.hosts[h].nics[n];
+                const std::string path = "hosts[" + std::to_string(h) + "].nics[" + std::to_string(n) + "].mac";
+                if (const auto clash = generated.find(nic.mac.bytes); clash != generated.end())
+                    fail(at, path,
+                         "duplicate MAC " + nic.mac.to_string() + ": it is the generated MAC of " + clash->second +
+                             " (generated MACs are 02:01:... for NICs and 02:02:... for switch ports)");
+                const auto [used, fresh] =
+                    given.emplace(nic.mac.bytes, std::pair{out.hosts[h].name + "/" + nic.name, position_of(at).line});
+                if (!fresh)
+                    fail(at, path,
+                         "duplicate MAC " + nic.mac.to_string() + ": already used by " + used->second.first +
+                             " at line " + std::to_string(used->second.second));
+            }
+    }
+
+    std::string _file;
+    std::map<std::string, named_node> _names;
+    std::vector<std::vector<nic_state>> _nics;     // per host, per NIC
+    std::vector<std::vector<pending_port>> _ports; // per switch, in order of appearance
+    std::map<wire::ipv6_address, std::pair<std::string, int>> _addresses;
+};
+
+} // namespace
+
+bool parse_topology(const std::string& yaml_text, const std::string& file_name, topology& out, config_error& error) {
+    try {
+        const YAML::Node root = YAML::Load(yaml_text);
+        loader(file_name).load(root, out);
+        return true;
+    } catch (const load_failure& failure) {
+        error = failure.error;
+    } catch (const YAML::Exception& e) {
+        error = {file_name, e.mark.line < 0 ? 0 : e.mark.line + 1, e.mark.column < 0 ? 0 : e.mark.column + 1, "",
+                 "YAML syntax error: " + e.msg};
+    } catch (const std::exception& e) {
+        error = {file_name, 0, 0, "", std::string("internal error while loading: ") + e.what()};
+    }
+    return false;
+}
+
+bool load_topology(const std::string& path, topology& out, config_error& error) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        error = {path, 0, 0, "", "cannot read: is a directory"};
+        return false;
+    }
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+        error = {path, 0, 0, "", std::string("cannot read: ") + std::strerror(errno)};
+        return false;
+    }
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (file.bad()) {
+        error = {path, 0, 0, "", std::string("cannot read: ") + std::strerror(errno)};
+        return false;
+    }
+    return parse_topology(text.str(), path, out, error);
+}
+
+} // namespace rocefab::config

@@ -1,0 +1,144 @@
+// The fabric as the YAML topology file describes it: hosts with their NICs, switches with their ports, the
+// links between them, and the routing tables the switches derive from it. Loading validates everything and
+// reports the first problem with file, line, column, key path and what would have been valid.
+//
+// File format (configs/two-hosts.yaml is the reference example):
+//   fabric: NAME                       optional; defaults to the file name without its extension
+//   defaults: { link: { speed: 100G, delay: 1us, mtu: 4200 } }   optional, each key optional
+//   switches: [ { name: sw1 } ]        optional
+//   hosts:    [ { name: h1, nics: [ { name: rfab0, address: 10.0.0.1/24, mac: 02:..:.. (optional) } ] } ]
+//   links:    [ { a: h1/rfab0, b: sw1/swp1, speed: 25G, delay: 500ns, mtu: 9000 } ]   speed/delay/mtu optional
+// Unknown keys are errors at every level (a misspelt `sped:` must not silently fall back to a default).
+#pragma once
+
+#include "control/config/ip_prefix.hpp"
+#include "control/config/units.hpp"
+#include "dataplane/time.hpp"
+#include "dataplane/wire/ethernet.hpp"
+#include "dataplane/wire/ip.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rocefab::config {
+
+// Defaults for a link that sets nothing and a file without `defaults:`.
+// 4200 is the IP MTU (as `ip link set mtu`, i.e. without the 14-byte Ethernet header) NVIDIA's RoCE guides use on
+// hosts: the smallest round value at which a ConnectX reports active_mtu 4096, because the kernel subtracts 96
+// bytes of worst-case RoCEv2 headers (iboe_get_mtu: GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4).
+inline constexpr std::uint64_t default_link_speed_bps = 100'000'000'000;
+inline constexpr sim_time default_link_delay = microseconds(1);
+inline constexpr std::uint32_t default_link_mtu = 4200;
+// 9216 is the largest MTU Spectrum switches accept; 256 the smallest RoCE path MTU.
+inline constexpr std::uint32_t min_link_mtu = 256;
+inline constexpr std::uint32_t max_link_mtu = 9216;
+inline constexpr std::uint64_t min_link_speed_bps = 1'000'000;             // 1M
+inline constexpr std::uint64_t max_link_speed_bps = 1'600'000'000'000;     // 1.6T
+inline constexpr sim_time max_link_delay = milliseconds(100);
+
+struct link_params {
+    std::uint64_t speed_bps = default_link_speed_bps;
+    sim_time delay = default_link_delay;
+    std::uint32_t mtu = default_link_mtu; // IP MTU, the same at both ends of the link
+};
+
+struct nic_config {
+    std::string name;
+    ip_prefix address;
+    // From `mac:` or else 02:01:HH:HH:NN:NN with HHHH = host index + 1 and NNNN = NIC index + 1 (locally
+    // administered, unicast), so the same file gives the same MACs on every run.
+    wire::mac_address mac;
+    std::size_t link_index = 0; // into topology::links
+};
+
+struct host_config {
+    std::string name;
+    std::vector<nic_config> nics;
+};
+
+struct port_config {
+    std::string name;
+    // 02:02:SS:SS:PP:PP with SSSS = switch index + 1 and PPPP = port index + 1.
+    wire::mac_address mac;
+    std::size_t link_index = 0;
+};
+
+// Ports exist because links name them. They are ordered by name with digit runs compared as numbers
+// (swp2 before swp10), not by order of appearance, so reordering `links:` changes neither port indices nor MACs.
+struct switch_config {
+    std::string name;
+    std::vector<port_config> ports;
+};
+
+struct endpoint {
+    enum kind { host_nic, switch_port } kind = host_nic;
+    std::size_t node = 0; // index into topology::hosts or topology::switches
+    std::size_t port = 0; // NIC index or port index
+    friend bool operator==(const endpoint&, const endpoint&) = default;
+};
+
+struct link_config {
+    endpoint a, b;
+    link_params params;
+    int line = 0; // of the link in the file, for messages about it at run time
+};
+
+struct route {
+    ip_prefix destination;                       // a /32 or /128 host route
+    std::vector<std::size_t> egress_ports;       // switch port indices, ascending (the ECMP set)
+    std::vector<wire::mac_address> next_hop_macs; // one per egress port: the MAC at the other end of its link
+};
+
+struct topology {
+    std::string name;
+    std::string source_file;
+    std::vector<host_config> hosts;
+    std::vector<switch_config> switches;
+    std::vector<link_config> links;
+    // For each switch, its routing table: one /32 (or /128) host route per NIC address in the fabric, in host
+    // then NIC order, with the egress ports on all shortest paths (BFS over switches; hosts never forward), plus
+    // nothing else. A NIC with no path from a switch (a back-to-back host link, a disconnected part of the
+    // fabric) has no route on that switch.
+    std::vector<std::vector<route>> routes;
+
+    // The MAC a NIC sends to: the switch port (or the other NIC, for a back-to-back link) at the far end of
+    // its link.
+    wire::mac_address gateway_mac(std::size_t host, std::size_t nic) const;
+    const host_config* find_host(std::string_view name) const;
+    const switch_config* find_switch(std::string_view name) const;
+    wire::mac_address mac_of(const endpoint& end) const;
+    // "h1/rfab0", "sw1/swp1": the spelling of the file.
+    std::string endpoint_name(const endpoint& end) const;
+    // The other end of the link `end` is on.
+    const endpoint& peer_of(const endpoint& end) const;
+};
+
+struct config_error {
+    std::string file;
+    int line = 0;   // 1-based; 0 when the problem has no place in the file (file not found)
+    int column = 0; // 1-based
+    std::string key;  // path such as "links[1].b" (indices 0-based); empty for file-level problems
+    std::string message;
+
+    // "FILE:LINE:COLUMN: KEY: MESSAGE", e.g.
+    // "configs/bad.yaml:14:7: links[1].b: unknown node 'h3' (hosts: h1, h2; switches: sw1)";
+    // the position and the key are left out when unknown.
+    std::string to_string() const;
+};
+
+// Loads and validates; never throws to the caller. On error returns false, fills `error` and leaves `out`
+// in an unspecified state.
+bool load_topology(const std::string& path, topology& out, config_error& error);
+// As load_topology, from text; `file_name` is used in messages and for the default fabric name.
+bool parse_topology(const std::string& yaml_text, const std::string& file_name, topology& out, config_error& error);
+
+// The routing tables of `topology::routes`, recomputed from hosts, switches and links.
+std::vector<std::vector<route>> compute_routes(const topology& fabric);
+
+// Pretty-printed JSON (2-space indent) of the whole topology; see json.hpp for the layout.
+std::string to_json(const topology& fabric);
+
+} // namespace rocefab::config
