@@ -1,0 +1,90 @@
+#include "switch_emu/parse.hpp"
+
+#include "dataplane/wire/ip.hpp"
+#include "dataplane/wire/udp.hpp"
+
+namespace rocefab::switch_emu {
+namespace {
+
+constexpr std::uint16_t ipv4_more_fragments_and_offset = 0x3fff;
+
+void read_udp_ports(rte_mbuf* frame, std::size_t offset, std::uint32_t l4_length, parsed_frame& out) {
+    // A router does not validate L4: a UDP payload too short for its header is still routed,
+    // it just hashes as port 0.
+    if (out.protocol != wire::ip_protocol::udp || l4_length < sizeof(wire::udp_header)) return;
+    const auto* udp = header_at<wire::udp_header>(frame, offset);
+    if (!udp) return;
+    out.source_port = udp->source_port.load();
+    out.destination_port = udp->destination_port.load();
+}
+
+parse_verdict parse_ipv4(rte_mbuf* frame, parsed_frame& out) {
+    const auto* ip = header_at<wire::ipv4_header>(frame, out.l3_offset);
+    if (!ip || ip->version() != 4) return parse_verdict::malformed;
+    const std::size_t header_length = ip->header_length();
+    // IHL < 5 is not a header; IHL past the frame end would make the checksum read past it.
+    if (header_length < sizeof(wire::ipv4_header)) return parse_verdict::malformed;
+    if (out.l3_offset + header_length > rte_pktmbuf_data_len(frame)) return parse_verdict::malformed;
+    if (!ip->checksum_ok()) return parse_verdict::malformed;
+    const std::uint32_t total_length = ip->total_length.load();
+    // Ethernet pads short frames to 60 bytes, so the frame may be longer than the packet, never shorter.
+    if (total_length < header_length || out.l3_offset + total_length > rte_pktmbuf_data_len(frame))
+        return parse_verdict::malformed;
+
+    out.v6 = false;
+    out.l3_length = total_length;
+    out.dscp = ip->dscp();
+    out.protocol = ip->protocol;
+    if ((ip->flags_fragment.load() & ipv4_more_fragments_and_offset) == 0)
+        read_udp_ports(frame, out.l3_offset + header_length, total_length - header_length, out);
+    return parse_verdict::ip;
+}
+
+parse_verdict parse_ipv6(rte_mbuf* frame, parsed_frame& out) {
+    const auto* ip = header_at<wire::ipv6_header>(frame, out.l3_offset);
+    if (!ip || ip->version() != 6) return parse_verdict::malformed;
+    const std::uint32_t payload_length = ip->payload_length.load();
+    if (out.l3_offset + sizeof(wire::ipv6_header) + payload_length > rte_pktmbuf_data_len(frame))
+        return parse_verdict::malformed;
+
+    out.v6 = true;
+    out.l3_length = sizeof(wire::ipv6_header) + payload_length;
+    out.dscp = ip->dscp();
+    out.protocol = ip->next_header;
+    // Only a UDP header right after the fixed header is hashed; behind extension headers the
+    // flow hashes on addresses alone, which keeps it on one path all the same.
+    read_udp_ports(frame, out.l3_offset + sizeof(wire::ipv6_header), payload_length, out);
+    return parse_verdict::ip;
+}
+
+} // namespace
+
+parse_verdict parse_frame(rte_mbuf* frame, const wire::mac_address& port_mac, parsed_frame& out) {
+    out = parsed_frame{};
+    const auto* ethernet = header_at<wire::ethernet_header>(frame, 0);
+    if (!ethernet) return parse_verdict::malformed;
+    // Broadcast has the group bit set too; it and multicast pass on to the EtherType checks
+    // (PFC goes to 01:80:c2:00:00:01, ARP to ff:ff:ff:ff:ff:ff).
+    if (!ethernet->destination.is_multicast() && !(ethernet->destination == port_mac))
+        return parse_verdict::not_for_us;
+
+    std::uint16_t ether_type = ethernet->ether_type.load();
+    out.l3_offset = sizeof(wire::ethernet_header);
+    if (ether_type == wire::ethertype::vlan) {
+        const auto* tag = header_at<wire::vlan_header>(frame, out.l3_offset);
+        if (!tag) return parse_verdict::malformed;
+        out.vlan_tagged = true;
+        out.pcp = tag->pcp();
+        ether_type = tag->ether_type.load();
+        out.l3_offset += sizeof(wire::vlan_header);
+    }
+
+    switch (ether_type) {
+    case wire::ethertype::ipv4: return parse_ipv4(frame, out);
+    case wire::ethertype::ipv6: return parse_ipv6(frame, out);
+    case wire::ethertype::mac_control: return parse_verdict::mac_control;
+    default: return parse_verdict::non_ip;
+    }
+}
+
+} // namespace rocefab::switch_emu

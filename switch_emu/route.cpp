@@ -1,0 +1,154 @@
+#include "switch_emu/route.hpp"
+
+#include "dataplane/wire/ip.hpp"
+
+#include <cstring>
+
+namespace rocefab::switch_emu {
+namespace {
+
+constexpr unsigned bit_at(const std::uint8_t* key, unsigned index) { return (key[index / 8] >> (7 - index % 8)) & 1u; }
+
+// MurmurHash3's 32-bit block mix and finaliser: cheap, and every input bit reaches every
+// output bit, so flows differing only in the low bits of a UDP port still spread.
+constexpr std::uint32_t mix(std::uint32_t h, std::uint32_t k) {
+    k *= 0xcc9e2d51u;
+    k = (k << 15) | (k >> 17);
+    k *= 0x1b873593u;
+    h ^= k;
+    h = (h << 13) | (h >> 19);
+    return h * 5 + 0xe6546b64u;
+}
+
+constexpr std::uint32_t finalise(std::uint32_t h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
+std::uint32_t mix_bytes(std::uint32_t h, const std::uint8_t* bytes, std::size_t length) {
+    for (std::size_t i = 0; i + 4 <= length; i += 4) {
+        std::uint32_t word;
+        std::memcpy(&word, bytes + i, sizeof word);
+        h = mix(h, word);
+    }
+    return h;
+}
+
+// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), for the 16-bit word holding TTL and protocol.
+void decrement_ttl(wire::ipv4_header& ip) {
+    const std::uint16_t old_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
+    ip.ttl = static_cast<std::uint8_t>(ip.ttl - 1);
+    const std::uint16_t new_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
+    std::uint32_t sum = static_cast<std::uint16_t>(~ip.checksum.load());
+    sum += static_cast<std::uint16_t>(~old_word);
+    sum += new_word;
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    ip.checksum.store(static_cast<std::uint16_t>(~sum));
+}
+
+} // namespace
+
+route_table::route_table(const std::vector<route_spec>& routes) : _v4(1), _v6(1) {
+    for (const auto& route : routes) {
+        const auto group = static_cast<std::int32_t>(_groups.size());
+        _groups.push_back({static_cast<std::uint32_t>(_next_hops.size()), static_cast<std::uint32_t>(route.ports.size())});
+        for (std::size_t i = 0; i < route.ports.size(); ++i) _next_hops.push_back({route.ports[i], route.next_hop_macs[i]});
+        if (route.v6)
+            insert(_v6, route.prefix.bytes.data(), route.length, group);
+        else
+            insert(_v4, route.prefix.bytes.data() + 12, route.length, group); // the a.b.c.d of ::ffff:a.b.c.d
+    }
+}
+
+void route_table::insert(trie& t, const std::uint8_t* key, unsigned length, std::int32_t group) {
+    std::size_t node = 0;
+    for (unsigned i = 0; i < length; ++i) {
+        const unsigned bit = bit_at(key, i);
+        if (t[node].child[bit] < 0) {
+            t[node].child[bit] = static_cast<std::int32_t>(t.size());
+            t.emplace_back(); // may reallocate: index, never hold a reference across it
+        }
+        node = static_cast<std::size_t>(t[node].child[bit]);
+    }
+    t[node].group = group;
+}
+
+const route_group* route_table::lookup(const trie& t, const std::uint8_t* key, unsigned max_bits) const {
+    std::int32_t best = t[0].group;
+    std::int32_t node = 0;
+    for (unsigned i = 0; i < max_bits; ++i) {
+        node = t[static_cast<std::size_t>(node)].child[bit_at(key, i)];
+        if (node < 0) break;
+        if (t[static_cast<std::size_t>(node)].group >= 0) best = t[static_cast<std::size_t>(node)].group;
+    }
+    return best < 0 ? nullptr : &_groups[static_cast<std::size_t>(best)];
+}
+
+std::uint32_t flow_hash(rte_mbuf* frame, const parsed_frame& parsed, std::uint32_t seed) {
+    std::uint32_t h = seed;
+    if (parsed.v6) {
+        const auto* ip = header_at<wire::ipv6_header>(frame, parsed.l3_offset);
+        if (ip) {
+            h = mix_bytes(h, ip->source.bytes.data(), 16);
+            h = mix_bytes(h, ip->destination.bytes.data(), 16);
+        }
+    } else {
+        const auto* ip = header_at<wire::ipv4_header>(frame, parsed.l3_offset);
+        if (ip) {
+            h = mix(h, ip->source.raw());
+            h = mix(h, ip->destination.raw());
+        }
+    }
+    h = mix(h, parsed.protocol);
+    h = mix(h, std::uint32_t(parsed.source_port) << 16 | parsed.destination_port);
+    return finalise(h);
+}
+
+router::router(const switch_spec& spec) : _table(spec.routes), _ecmp_seed(spec.ecmp_seed) {
+    for (const auto& port : spec.ports) {
+        _port_macs.push_back(port.mac);
+        _port_mtus.push_back(port.mtu);
+    }
+}
+
+route_verdict router::route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) const {
+    // parse_frame() has checked that the whole L3 header is inside the frame.
+    auto* ethernet = header_at<wire::ethernet_header>(frame, 0);
+    auto* ipv4 = parsed.v6 ? nullptr : header_at<wire::ipv4_header>(frame, parsed.l3_offset);
+    auto* ipv6 = parsed.v6 ? header_at<wire::ipv6_header>(frame, parsed.l3_offset) : nullptr;
+    if (!ethernet || (!ipv4 && !ipv6)) return route_verdict::no_route; // unreachable after parse
+
+    const route_group* group = ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data())
+                                    : _table.lookup_v4(reinterpret_cast<const std::uint8_t*>(&ipv4->destination));
+    if (!group) return route_verdict::no_route;
+
+    std::uint32_t member = 0;
+    if (group->count > 1) {
+        // Multiply-shift instead of modulo: no division, and no bias worth measuring for
+        // group sizes far below 2^32.
+        member = static_cast<std::uint32_t>((std::uint64_t(flow_hash(frame, parsed, _ecmp_seed)) * group->count) >> 32);
+    }
+    const next_hop& hop = _table.member(*group, member);
+
+    // A router forwards only if the TTL stays positive after its decrement (RFC 1812 5.3.1).
+    const std::uint8_t ttl = ipv6 ? ipv6->hop_limit : ipv4->ttl;
+    if (ttl <= 1) return route_verdict::ttl_expired;
+
+    egress = hop.port;
+    if (parsed.l3_length > _port_mtus[hop.port]) return route_verdict::mtu_exceeded;
+
+    if (ipv6)
+        ipv6->hop_limit = static_cast<std::uint8_t>(ttl - 1);
+    else
+        decrement_ttl(*ipv4);
+    ethernet->destination = hop.mac;
+    ethernet->source = _port_macs[hop.port];
+    return route_verdict::forward;
+}
+
+} // namespace rocefab::switch_emu

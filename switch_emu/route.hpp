@@ -1,0 +1,83 @@
+// Stage 3, route: longest-prefix match on the destination address, an ECMP member chosen by a
+// hash of the flow, TTL / hop limit, the egress MTU, and the L2 rewrite towards the next hop.
+#pragma once
+
+#include "dataplane/packet.hpp"
+#include "switch_emu/parse.hpp"
+#include "switch_emu/switch_spec.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace rocefab::switch_emu {
+
+struct next_hop {
+    std::uint16_t port = 0;
+    wire::mac_address mac;
+};
+
+// A route as the data path sees it: a slice of the table's next-hop array.
+struct route_group {
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;
+};
+
+// Longest-prefix match over IPv4 and IPv6: two unibit tries, built once at construction in
+// flat arrays, so a lookup is at most 32 (128) array steps and allocates nothing. Route
+// tables in a lab fabric hold tens of prefixes; a multibit or DIR-24-8 table can replace this
+// behind the same interface when that changes.
+class route_table {
+public:
+    // `routes` must have passed validate().
+    explicit route_table(const std::vector<route_spec>& routes);
+
+    // nullptr when no prefix covers the address. `destination` points at 4 (IPv4) or 16 (IPv6)
+    // bytes in network order, as they sit in the header.
+    const route_group* lookup_v4(const std::uint8_t* destination) const { return lookup(_v4, destination, 32); }
+    const route_group* lookup_v6(const std::uint8_t* destination) const { return lookup(_v6, destination, 128); }
+    const next_hop& member(const route_group& group, std::uint32_t index) const { return _next_hops[group.first + index]; }
+
+private:
+    struct trie_node {
+        std::int32_t child[2] = {-1, -1};
+        std::int32_t group = -1; // index into _groups of the route ending here, or -1
+    };
+    using trie = std::vector<trie_node>;
+
+    static void insert(trie& t, const std::uint8_t* key, unsigned length, std::int32_t group);
+    const route_group* lookup(const trie& t, const std::uint8_t* key, unsigned max_bits) const;
+
+    trie _v4;
+    trie _v6;
+    std::vector<route_group> _groups;
+    std::vector<next_hop> _next_hops;
+};
+
+enum class route_verdict : std::uint8_t { forward, no_route, ttl_expired, mtu_exceeded };
+
+// The ECMP hash over the 5-tuple: source and destination address, protocol, UDP source and
+// destination port. For RoCEv2 the UDP source port is the flow's entropy (IBA A17.3.1), so
+// queue pairs between the same two hosts spread over the group. Exposed for tests and for
+// `rocefab` to explain a path.
+std::uint32_t flow_hash(rte_mbuf* frame, const parsed_frame& parsed, std::uint32_t seed);
+
+class router {
+public:
+    // `spec` must have passed validate().
+    explicit router(const switch_spec& spec);
+
+    // On forward: `egress` is the chosen port, TTL / hop limit is decremented (IPv4 checksum
+    // updated incrementally, RFC 1624) and the MACs rewritten. On mtu_exceeded `egress` is
+    // set too, so the drop can be counted on the port whose MTU was exceeded. Otherwise the
+    // frame is untouched.
+    route_verdict route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) const;
+
+private:
+    route_table _table;
+    std::vector<wire::mac_address> _port_macs;
+    std::vector<std::uint32_t> _port_mtus;
+    std::uint32_t _ecmp_seed;
+};
+
+} // namespace rocefab::switch_emu

@@ -1,0 +1,83 @@
+#include "switch_emu/switch_node.hpp"
+
+#include "switch_emu/classify.hpp"
+#include "switch_emu/parse.hpp"
+
+#include <stdexcept>
+
+namespace rocefab::switch_emu {
+namespace {
+
+switch_spec checked(switch_spec spec) {
+    if (std::string error = validate(spec); !error.empty()) throw std::invalid_argument(error);
+    return spec;
+}
+
+} // namespace
+
+switch_node::switch_node(switch_spec spec)
+    : node(spec.name, static_cast<std::uint16_t>(spec.ports.size())), _spec(checked(std::move(spec))),
+      _counters(_spec.ports.size()), _router(_spec), _buffer(_spec.buffer_bytes),
+      _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames) {}
+
+void switch_node::drop(rte_mbuf* frame, std::uint16_t port, port_counter reason) {
+    _counters[port].bump(reason);
+    rte_pktmbuf_free(frame);
+}
+
+void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
+    if (!frame) return;
+    // The driver wires ports; a port we do not have has no counters to blame, so just free.
+    if (port >= port_count()) {
+        rte_pktmbuf_free(frame);
+        return;
+    }
+    port_counters& ingress = _counters[port];
+    const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
+    ingress.bump(port_counter::rx_packets);
+    ingress.bump(port_counter::rx_bytes, length);
+    meta(frame).ingress_port = port;
+
+    parsed_frame parsed;
+    switch (parse_frame(frame, _spec.ports[port].mac, parsed)) {
+    case parse_verdict::ip: break;
+    case parse_verdict::mac_control: return drop(frame, port, port_counter::rx_pause_frames);
+    case parse_verdict::not_for_us: return drop(frame, port, port_counter::rx_drops_not_for_us);
+    case parse_verdict::malformed: return drop(frame, port, port_counter::rx_drops_malformed);
+    case parse_verdict::non_ip: return drop(frame, port, port_counter::rx_drops_non_ip);
+    }
+
+    classify_frame(_spec.qos, parsed, meta(frame));
+
+    std::uint16_t egress = 0;
+    switch (_router.route(frame, parsed, egress)) {
+    case route_verdict::forward: break;
+    case route_verdict::no_route: return drop(frame, port, port_counter::drops_no_route);
+    case route_verdict::ttl_expired: return drop(frame, port, port_counter::drops_ttl_expired);
+    case route_verdict::mtu_exceeded: return drop(frame, egress, port_counter::drops_mtu_exceeded);
+    }
+
+    port_counters& out = _counters[egress];
+    if (!_buffer.admit(out, length)) {
+        rte_pktmbuf_free(frame);
+        return;
+    }
+    if (!_queues.enqueue(egress, meta(frame).traffic_class, frame)) {
+        // The ring is the buffer's frame-count limit: to the user it is the same tail drop.
+        _buffer.release(out, length);
+        return drop(frame, egress, port_counter::tail_drops);
+    }
+    // An idle link starts sending at once, as a real port would; a busy one waits for poll().
+    drain_port(egress, now);
+}
+
+nlohmann::json switch_node::counters_json() const {
+    nlohmann::json ports = nlohmann::json::array();
+    for (std::uint16_t port = 0; port < port_count(); ++port)
+        ports.push_back({{"port", port}, {"name", _spec.ports[port].name}, {"counters", _counters[port].to_json()}});
+    return {{"name", name()},
+            {"buffer", {{"size_bytes", _buffer.size()}, {"in_use_bytes", _buffer.in_use()}, {"peak_bytes", _buffer.peak()}}},
+            {"ports", std::move(ports)}};
+}
+
+} // namespace rocefab::switch_emu

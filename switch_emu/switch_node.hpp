@@ -1,0 +1,61 @@
+// The switch: a node whose receive() runs a frame through parse → classify → route →
+// admission → egress queue, and whose transmit stage (poll) hands queued frames to the links
+// one at a time, only when a link is idle, so queues build here, where ECN and PFC look.
+#pragma once
+
+#include "dataplane/node.hpp"
+#include "switch_emu/admission.hpp"
+#include "switch_emu/counters.hpp"
+#include "switch_emu/egress_queue.hpp"
+#include "switch_emu/route.hpp"
+#include "switch_emu/scheduler.hpp"
+#include "switch_emu/switch_spec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace rocefab::switch_emu {
+
+class switch_node final : public node {
+public:
+    // Throws std::invalid_argument with validate()'s message when `spec` is unusable:
+    // construction is control plane; nothing after it throws.
+    explicit switch_node(switch_spec spec);
+
+    // attach() must have been called before the first receive()/poll().
+    void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) override;
+    bool poll(sim_time now) override;
+    // The earliest time the link of a port with queued frames is free again; `never` when
+    // nothing is queued.
+    sim_time next_deadline() const override;
+
+    const switch_spec& spec() const { return _spec; }
+    std::uint64_t counter(std::uint16_t port, port_counter c) const { return _counters[port][c]; }
+    // Calls `f(std::string_view name, std::uint64_t value)` for each counter of `port`.
+    template <typename Callback>
+    void for_each_counter(std::uint16_t port, Callback&& f) const {
+        _counters[port].for_each(f);
+    }
+    // {"name", "buffer": {"size_bytes", "in_use_bytes", "peak_bytes"},
+    //  "ports": [{"port", "name", "counters": {name: value}}]}, ports in spec order.
+    nlohmann::json counters_json() const;
+
+    std::uint32_t queue_depth_frames(std::uint16_t port, std::uint8_t tc) const { return _queues.depth_frames(port, tc); }
+    std::size_t buffer_in_use() const { return _buffer.in_use(); }
+
+private:
+    // The transmit stage (transmit.cpp): sends from `port` while its link is idle.
+    bool drain_port(std::uint16_t port, sim_time now);
+    void drop(rte_mbuf* frame, std::uint16_t port, port_counter reason);
+
+    switch_spec _spec;
+    std::vector<port_counters> _counters;
+    router _router;
+    shared_buffer _buffer;
+    egress_queues _queues;
+    strict_priority_scheduler _scheduler;
+};
+
+} // namespace rocefab::switch_emu

@@ -1,0 +1,70 @@
+// What a switch is made of: its ports, its routes, its QoS maps and its buffer. Filled by the
+// control plane from the topology file; the switch checks it once, at construction.
+#pragma once
+
+#include "dataplane/wire/ethernet.hpp"
+#include "dataplane/wire/ip.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rocefab::switch_emu {
+
+inline constexpr unsigned traffic_class_count = 8; // 802.1Q priorities and Spectrum egress TCs
+
+struct port_spec {
+    std::string name;         // swp1, swp2, ... as Cumulus names front-panel ports
+    wire::mac_address mac;    // the routed port's own MAC: frames to it are routed
+    std::uint64_t speed_bps;  // reported; the link the driver attaches does the shaping
+    std::uint32_t mtu;        // IP MTU (L3 length, Ethernet header excluded), as `ip link` shows it
+};
+
+struct route_spec {
+    wire::ipv6_address prefix;                    // v4-mapped (::ffff:a.b.c.d) for IPv4
+    unsigned length;                              // 0..32 for IPv4, 0..128 for IPv6
+    bool v6;
+    std::vector<std::uint16_t> ports;             // one entry: a plain route; several: an ECMP group
+    std::vector<wire::mac_address> next_hop_macs; // next_hop_macs[i] is the neighbour behind ports[i]
+};
+
+// Cumulus `qos.trust`: DSCP (the RoCE default) or PCP (`trust l2`).
+enum class trust_mode : std::uint8_t { dscp, pcp };
+
+// NVIDIA's RoCE defaults (DESIGN.md): DSCP 26 → priority 3 (RoCE data, lossless),
+// DSCP 48 → priority 6 (CNP); everything else best effort.
+constexpr std::array<std::uint8_t, 64> default_dscp_to_priority() {
+    std::array<std::uint8_t, 64> map{};
+    map[26] = 3;
+    map[48] = 6;
+    return map;
+}
+
+struct qos_spec {
+    trust_mode trust = trust_mode::dscp;
+    std::array<std::uint8_t, 64> dscp_to_priority = default_dscp_to_priority();
+    // Under PCP trust an untagged frame has no PCP; it takes the port's default priority.
+    std::uint8_t default_priority = 0;
+    std::array<std::uint8_t, traffic_class_count> priority_to_tc = {0, 1, 2, 3, 4, 5, 6, 7};
+};
+
+struct switch_spec {
+    std::string name;
+    std::vector<port_spec> ports;
+    std::vector<route_spec> routes;
+    std::size_t buffer_bytes = 16 * 1024 * 1024; // shared egress buffer, Spectrum-2 class
+    qos_spec qos;
+    // Frames each (port, TC) FIFO can hold; rounded up to a power of two. The byte budget above
+    // is what normally limits a queue: this only bounds the ring allocated at construction.
+    std::uint32_t queue_frames = 4096;
+    // Mixed into the ECMP hash. Tiers of a Clos fabric should differ, or every tier makes the
+    // same choice and some uplinks sit idle (hash polarisation).
+    std::uint32_t ecmp_seed = 0;
+};
+
+// Empty when `spec` is usable; otherwise what is wrong, naming the port or route.
+std::string validate(const switch_spec& spec);
+
+} // namespace rocefab::switch_emu

@@ -1,0 +1,44 @@
+// Stage 7, transmit: a port hands the link one frame at a time and only when the link has
+// finished the previous one (busy_until <= now). The link's serialisation thus shapes the
+// port to its rate, and the backlog stays in the switch's queues, where ECN marking and PFC
+// thresholds can see it, rather than in the link.
+#include "switch_emu/switch_node.hpp"
+
+#include <algorithm>
+
+namespace rocefab::switch_emu {
+
+bool switch_node::drain_port(std::uint16_t port, sim_time now) {
+    bool sent_any = false;
+    // Bounded by the queue contents: even a link that never reports busy cannot loop us forever.
+    while (busy_until(port) <= now) {
+        const std::optional<std::uint8_t> tc = _scheduler.pick(port, _queues.backlog(port));
+        if (!tc) break;
+        rte_mbuf* frame = _queues.dequeue(port, *tc);
+        const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
+        port_counters& out = _counters[port];
+        _buffer.release(out, length);
+        _scheduler.sent(port, *tc, length);
+        out.bump(port_counter::tx_packets);
+        out.bump(port_counter::tx_bytes, length);
+        transmit(port, frame, now);
+        sent_any = true;
+    }
+    return sent_any;
+}
+
+bool switch_node::poll(sim_time now) {
+    bool did_work = false;
+    for (std::uint16_t port = 0; port < port_count(); ++port)
+        if (_queues.backlog(port) != 0) did_work |= drain_port(port, now);
+    return did_work;
+}
+
+sim_time switch_node::next_deadline() const {
+    sim_time earliest = never;
+    for (std::uint16_t port = 0; port < port_count(); ++port)
+        if (_queues.backlog(port) != 0) earliest = std::min(earliest, busy_until(port));
+    return earliest;
+}
+
+} // namespace rocefab::switch_emu
