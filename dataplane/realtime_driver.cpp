@@ -1,0 +1,60 @@
+#include "dataplane/realtime_driver.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <sys/prctl.h>
+
+namespace rocefab {
+
+realtime_driver::realtime_driver(wiring& w, const backoff_policy& policy) : _wiring(w), _policy(policy) {}
+
+bool realtime_driver::run_once() {
+    const sim_time now = _clock.now();
+    bool worked = _mailbox.run_pending();
+    for (std::size_t i = 0; i < _wiring.link_count(); ++i) {
+        link& l = _wiring.link_at(static_cast<link_id>(i));
+        const link_endpoint to = l.to();
+        node& receiver = _wiring.node_at(to.node);
+        if (l.deliver_ready(now, [&](rte_mbuf* frame) { receiver.receive(to.port, frame, now); }, delivery_burst))
+            worked = true;
+    }
+    for (std::size_t i = 0; i < _wiring.node_count(); ++i)
+        worked |= _wiring.node_at(static_cast<node_id>(i)).poll(now);
+    _iterations.store(_iterations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return worked;
+}
+
+sim_time realtime_driver::next_event() {
+    sim_time earliest = never;
+    for (std::size_t i = 0; i < _wiring.link_count(); ++i)
+        earliest = std::min(earliest, _wiring.link_at(static_cast<link_id>(i)).next_arrival());
+    for (std::size_t i = 0; i < _wiring.node_count(); ++i)
+        earliest = std::min(earliest, _wiring.node_at(static_cast<node_id>(i)).next_deadline());
+    return earliest;
+}
+
+void realtime_driver::run(const std::atomic<bool>& stop) {
+    // Linux rounds a sleeping thread's wake-up up by its timer slack (50 µs by default),
+    // which would turn the 1 µs first sleep into 50. Lowered for this thread while it runs.
+    const int saved_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    _clock.restart();
+    idle_backoff backoff(_policy);
+    while (!stop.load(std::memory_order_acquire)) {
+        if (run_once()) {
+            backoff.on_work();
+            continue;
+        }
+        const sim_time sleep = backoff.on_idle(_clock.now(), next_event());
+        if (sleep == 0) {
+            rte_pause();
+            continue;
+        }
+        _sleeps.store(_sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        _mailbox.wait(std::chrono::nanoseconds(sleep));
+    }
+    if (saved_slack > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(saved_slack), 0, 0, 0);
+}
+
+} // namespace rocefab

@@ -1,0 +1,71 @@
+// The fabric's graph: nodes, and the links between their ports. It gives every node a
+// frame_sink that maps the node's ports to their outgoing links. Built on the control path
+// (it allocates and throws on bad input); drivers then read it without changing it.
+#pragma once
+
+#include "dataplane/link.hpp"
+#include "dataplane/node.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace rocefab {
+
+class wiring {
+public:
+    wiring() = default;
+    wiring(const wiring&) = delete;
+    wiring& operator=(const wiring&) = delete;
+
+    // The node must outlive the wiring. Ids are dense, in order of addition.
+    node_id add_node(node& n);
+
+    // Connects (a, pa) and (b, pb) with one link each way, both built from `model`.
+    // Returns {a→b, b→a}. Throws std::invalid_argument for an unknown node, a port beyond the
+    // node's port_count(), or a port already connected; std::runtime_error if a ring cannot be
+    // created.
+    std::pair<link_id, link_id> connect(node_id a, std::uint16_t pa, node_id b, std::uint16_t pb,
+                                        const link_model& model);
+
+    // Hands every node its frame_sink and the pool it allocates frames from.
+    void attach_all(rte_mempool* pool);
+
+    std::size_t node_count() const { return _nodes.size(); }
+    std::size_t link_count() const { return _links.size(); }
+    node& node_at(node_id id) const { return *_nodes[id].n; }
+    link& link_at(link_id id) const { return *_links[id]; }
+
+    // The link leaving (n, port); nullptr when the port is not connected.
+    link* outgoing(node_id n, std::uint16_t port) const;
+    // The link arriving at (n, port); nullptr when the port is not connected.
+    link* incoming(node_id n, std::uint16_t port) const;
+
+    // Frames a node transmitted on a port with no cable (freed).
+    std::uint64_t drops_unconnected(node_id n) const;
+
+private:
+    class node_sink final : public frame_sink {
+    public:
+        explicit node_sink(std::uint16_t ports) : out(ports, nullptr), in(ports, nullptr) {}
+        void transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) override;
+        sim_time busy_until(std::uint16_t port) const override;
+
+        std::vector<link*> out;
+        std::vector<link*> in;
+        std::atomic<std::uint64_t> drops_unconnected{0};
+    };
+    struct node_entry {
+        node* n;
+        std::unique_ptr<node_sink> sink;
+    };
+
+    void check_port(node_id n, std::uint16_t port) const;
+
+    std::vector<node_entry> _nodes;
+    std::vector<std::unique_ptr<link>> _links; // links are pinned: nodes' sinks point at them
+};
+
+} // namespace rocefab
