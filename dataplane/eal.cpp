@@ -2,6 +2,7 @@
 #include "dataplane/packet.hpp"
 
 #include <mutex>
+#include <sched.h>
 
 namespace rocefab {
 
@@ -13,8 +14,10 @@ bool start_eal(const eal_options& options, std::string& error) {
         std::vector<std::string> args = {"rocefab", "--file-prefix=" + options.file_prefix, "--no-pci",
                                          "--log-level=lib.eal:error", "--log-level=lib.*:warning", "-l", "0"};
         if (!options.use_hugepages) {
+            // --no-huge implies legacy memory mode, which DPDK 22.11 refuses to combine with
+            // --in-memory; --no-shconf gives the same "no files left behind" without it.
             args.push_back("--no-huge");
-            args.push_back("--in-memory");
+            args.push_back("--no-shconf");
             args.push_back("-m");
             args.push_back(std::to_string(options.memory_mb));
         }
@@ -26,6 +29,13 @@ bool start_eal(const eal_options& options, std::string& error) {
             first_error = std::string("DPDK EAL failed to start: ") + rte_strerror(rte_errno);
             return;
         }
+        // The EAL pins the calling thread to lcore 0's CPU, and threads made later inherit
+        // that. The fabric shares the machine with the programs it serves: let the scheduler
+        // place the daemon's threads.
+        cpu_set_t all;
+        CPU_ZERO(&all);
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
+        sched_setaffinity(0, sizeof all, &all);
         started = true;
     });
     if (!started) error = first_error;

@@ -1,5 +1,5 @@
 // DPDK EAL start-up and the packet mempool. Without hugepages and without PCI by default
-// (--no-huge --no-pci --in-memory), with a file prefix of its own per fabric so that several
+// (--no-huge --no-pci --no-shconf), with a file prefix of its own per fabric so that several
 // fabrics, and test binaries, run side by side.
 #pragma once
 

@@ -5,6 +5,9 @@
 #include "dataplane/eal.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <span>
 #include <unistd.h>
 
 namespace rocefab::testing {

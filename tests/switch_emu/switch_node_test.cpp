@@ -215,28 +215,9 @@ switch_spec test_spec() {
     return spec;
 }
 
-// dataplane/eal.cpp at efc62c5 passes --no-huge together with --in-memory, which DPDK 22.11
-// refuses ("--legacy-mem is not compatible with --in-memory"), so test_pool() cannot start the
-// EAL. start_eal() keeps the first caller's options; until eal.cpp is fixed, start it here
-// without --in-memory (the runtime directory is per-pid, so test binaries still run side by side).
-void start_eal_without_in_memory() {
-    static const bool started = [] {
-        eal_options options;
-        options.file_prefix = "rocefab-switch-test-" + std::to_string(::getpid());
-        options.use_hugepages = true; // keeps start_eal() from adding --no-huge --in-memory itself
-        options.extra_args = {"--no-huge", "-m", "256"};
-        std::string error;
-        const bool ok = start_eal(options, error);
-        if (!ok) ADD_FAILURE() << error;
-        return ok;
-    }();
-    (void)started;
-}
-
 class switch_pipeline : public ::testing::Test {
 protected:
     void SetUp() override {
-        start_eal_without_in_memory();
         ASSERT_NE(test_pool(), nullptr);
         _available_before = rte_mempool_avail_count(test_pool());
     }
