@@ -65,8 +65,9 @@ parse_verdict parse_frame(rte_mbuf* frame, const wire::mac_address& port_mac, pa
     if (!ethernet) return parse_verdict::malformed;
     // Broadcast has the group bit set too; it and multicast pass on to the EtherType checks
     // (PFC goes to 01:80:c2:00:00:01, ARP to ff:ff:ff:ff:ff:ff).
-    if (!ethernet->destination.is_multicast() && !(ethernet->destination == port_mac))
-        return parse_verdict::not_for_us;
+    // Unicast to another MAC is bridged, not routed: it is parsed all the same, because its
+    // priority comes from its DSCP like any other frame's.
+    out.bridged = !ethernet->destination.is_multicast() && !(ethernet->destination == port_mac);
 
     std::uint16_t ether_type = ethernet->ether_type.load();
     out.l3_offset = sizeof(wire::ethernet_header);

@@ -12,7 +12,7 @@ namespace rocefab::switch_emu {
 enum class parse_verdict : std::uint8_t {
     ip,          // an IPv4 or IPv6 packet for us to route; `parsed_frame` is filled in
     mac_control, // 802.3x PAUSE / 802.1Qbb PFC: consumed by the port, never forwarded
-    not_for_us,  // unicast to another MAC
+    not_for_us,  // unicast to a MAC the switch does not know (see parsed_frame::bridged)
     malformed,   // shorter than its headers say, bad version/IHL, bad IPv4 header checksum
     non_ip,      // ARP, QinQ, anything else
 };
@@ -21,6 +21,7 @@ struct parsed_frame {
     std::uint16_t l3_offset = 0;  // 14, or 18 behind an 802.1Q tag
     std::uint32_t l3_length = 0;  // IPv4 total length, or 40 + IPv6 payload length
     bool v6 = false;
+    bool bridged = false;         // unicast to another MAC than the port's: switched at L2
     bool vlan_tagged = false;
     std::uint8_t pcp = 0;         // meaningful only when vlan_tagged
     std::uint8_t dscp = 0;

@@ -50,6 +50,13 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
     classify_frame(_spec.qos, parsed, meta(frame));
 
     std::uint16_t egress = 0;
+    if (parsed.bridged) {
+        const neighbour_spec* n = find_neighbour(rte_pktmbuf_mtod(frame, const wire::ethernet_header*)->destination);
+        if (!n || n->port == port) return drop(frame, port, port_counter::rx_drops_not_for_us);
+        egress = n->port;
+        if (parsed.l3_length > _spec.ports[egress].mtu) return drop(frame, egress, port_counter::drops_mtu_exceeded);
+        return enqueue(frame, egress, length, now);
+    }
     switch (_router.route(frame, parsed, egress)) {
     case route_verdict::forward: break;
     case route_verdict::no_route: return drop(frame, port, port_counter::drops_no_route);
@@ -57,6 +64,16 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
     case route_verdict::mtu_exceeded: return drop(frame, egress, port_counter::drops_mtu_exceeded);
     }
 
+    enqueue(frame, egress, length, now);
+}
+
+const neighbour_spec* switch_node::find_neighbour(const wire::mac_address& mac) const {
+    for (const auto& n : _spec.neighbours)
+        if (n.mac == mac) return &n;
+    return nullptr;
+}
+
+void switch_node::enqueue(rte_mbuf* frame, std::uint16_t egress, std::uint32_t length, sim_time now) {
     port_counters& out = _counters[egress];
     if (!_buffer.admit(out, length)) {
         rte_pktmbuf_free(frame);

@@ -49,6 +49,9 @@ private:
     // The transmit stage (transmit.cpp): sends from `port` while its link is idle.
     bool drain_port(std::uint16_t port, sim_time now);
     void drop(rte_mbuf* frame, std::uint16_t port, port_counter reason);
+    // Ingress admission and egress queueing of a frame whose port is chosen.
+    void enqueue(rte_mbuf* frame, std::uint16_t egress, std::uint32_t length, sim_time now);
+    const neighbour_spec* find_neighbour(const wire::mac_address& mac) const;
 
     switch_spec _spec;
     std::vector<port_counters> _counters;

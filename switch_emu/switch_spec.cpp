@@ -57,6 +57,13 @@ std::string validate(const switch_spec& spec) {
                        std::to_string(spec.ports.size() - 1);
     }
 
+    for (const neighbour_spec& n : spec.neighbours) {
+        if (n.port >= spec.ports.size())
+            return where + "neighbour " + n.mac.to_string() + " is behind port " + std::to_string(n.port) +
+                   "; the switch has ports 0.." + std::to_string(spec.ports.size() - 1);
+        if (n.mac.is_multicast()) return where + "neighbour " + n.mac.to_string() + " is a multicast MAC";
+    }
+
     if (spec.buffer_bytes == 0) return where + "has a buffer of 0 bytes";
     if (spec.queue_frames == 0 || spec.queue_frames > max_queue_frames)
         return where + "queue_frames must be 1.." + std::to_string(max_queue_frames);

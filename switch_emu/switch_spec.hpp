@@ -50,10 +50,19 @@ struct qos_spec {
     std::array<std::uint8_t, traffic_class_count> priority_to_tc = {0, 1, 2, 3, 4, 5, 6, 7};
 };
 
+// A host's MAC behind one of the switch's ports: frames to it are bridged there unchanged
+// (hosts on one subnet reach each other at L2, as through a Cumulus bridge with an SVI). The
+// table is static, from the topology, as after the hosts' first ARP exchange.
+struct neighbour_spec {
+    wire::mac_address mac;
+    std::uint16_t port;
+};
+
 struct switch_spec {
     std::string name;
     std::vector<port_spec> ports;
     std::vector<route_spec> routes;
+    std::vector<neighbour_spec> neighbours;
     std::size_t buffer_bytes = 16 * 1024 * 1024; // shared egress buffer, Spectrum-2 class
     qos_spec qos;
     // Frames each (port, TC) FIFO can hold; rounded up to a power of two. The byte budget above
