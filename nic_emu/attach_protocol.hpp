@@ -1,0 +1,136 @@
+// The control path between the verbs library and the daemon: one SOCK_SEQPACKET Unix socket per
+// device context (plus a short-lived one for ibv_get_device_list). Every request is one
+// datagram and gets exactly one reply datagram; a reply that creates shared memory carries its
+// file descriptor with SCM_RIGHTS. This path is the "command interface" of the emulated NIC and
+// is used only by slow-path verbs; the fast path (post, poll) touches shared rings only.
+//
+// The daemon learns the caller's pid from SO_PEERCRED, never from the request.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+
+namespace rocefab::attach {
+
+inline constexpr std::uint32_t protocol_version = 1;
+inline constexpr std::size_t name_length = 64;
+inline constexpr std::size_t max_devices = 8;
+inline constexpr std::uint32_t gid_table_size = 2; // index 0: link-local from the MAC; 1: IPv4-mapped
+
+// Environment of a program started by `rocefab run`.
+inline constexpr const char* socket_env = "ROCEFAB_SOCKET";
+inline constexpr const char* host_env = "ROCEFAB_HOST";
+
+enum class op : std::uint32_t {
+    hello = 1,
+    open_device,
+    query_device,
+    query_port,
+    alloc_pd,
+    dealloc_pd,
+    reg_mr,
+    dereg_mr,
+    create_comp_channel,
+    destroy_comp_channel,
+    create_cq,
+    destroy_cq,
+    create_qp,
+    modify_qp,
+    query_qp,
+    destroy_qp,
+};
+
+struct device_info {
+    char name[name_length];
+    std::uint64_t node_guid; // network order, as ibv_get_device_guid returns it
+    std::uint8_t mac[6];
+    std::uint8_t gids[gid_table_size][16];
+    ibv_device_attr device;
+    ibv_port_attr port;
+};
+
+struct request {
+    op code;
+    std::uint32_t handle; // the object acted on (PD, MR, CQ, QP, channel); 0 when none
+    union {
+        struct {
+            std::uint32_t version;
+            char host[name_length];
+        } hello;
+        struct {
+            char device[name_length];
+        } open_device;
+        struct {
+            std::uint32_t pd;
+            std::uint32_t access;
+            std::uint64_t address;
+            std::uint64_t length;
+            std::uint64_t iova;
+        } reg_mr;
+        struct {
+            std::uint32_t cqe;
+            std::uint32_t channel; // 0: none
+        } create_cq;
+        struct {
+            std::uint32_t pd;
+            std::uint32_t send_cq;
+            std::uint32_t recv_cq;
+            std::uint32_t srq;
+            std::uint32_t qp_type; // enum ibv_qp_type
+            std::uint32_t sq_sig_all;
+            ibv_qp_cap cap;
+        } create_qp;
+        struct {
+            ibv_qp_attr attr;
+            std::int32_t mask;
+        } modify_qp;
+    };
+};
+
+struct reply {
+    std::int32_t status; // 0 or an errno value
+    std::uint32_t handle;
+    union {
+        struct {
+            std::uint32_t version;
+            std::uint32_t device_count;
+            device_info devices[max_devices];
+        } hello;
+        struct {
+            device_info device;
+        } open_device;
+        struct {
+            std::uint32_t lkey;
+            std::uint32_t rkey;
+        } reg_mr;
+        struct {
+            std::uint32_t slots; // CQE slots in the shared ring (>= requested cqe)
+        } create_cq;
+        struct {
+            std::uint32_t qp_num;
+            std::uint32_t send_slots;
+            std::uint32_t recv_slots;
+            ibv_qp_cap cap; // what the QP really got
+        } create_qp;
+        struct {
+            ibv_qp_attr attr;
+            ibv_qp_cap cap;
+            std::uint32_t qp_type;
+            std::uint32_t sq_sig_all;
+        } query_qp;
+    };
+};
+
+// What a completion channel's descriptor carries: one record a CQ event.
+struct cq_event_record {
+    std::uint32_t cq_handle;
+};
+
+// What a context's async descriptor carries.
+struct async_event_record {
+    std::uint32_t event_type; // enum ibv_event_type
+    std::uint32_t handle;     // QP/CQ handle, or port number for port events
+};
+
+} // namespace rocefab::attach

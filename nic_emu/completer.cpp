@@ -1,0 +1,176 @@
+// The completer (IBA 9.7.5.2 and rxe_comp.c): reads ACKs and NAKs, retires acknowledged send
+// WQEs into the send CQ, and owns the transport and RNR timers.
+
+#include "nic_emu/nic_node.hpp"
+
+namespace rocefab::nic {
+
+namespace {
+
+// IBA 9.7.5.2.8 Table 45: the RNR NAK timer field encodes these waits, in microseconds x100.
+constexpr std::uint32_t rnr_timer_us100[32] = {
+    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+    256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+
+sim_time rnr_wait(std::uint8_t timer) { return sim_time(rnr_timer_us100[timer & 31]) * 10'000; }
+
+ibv_wc_opcode completion_opcode(std::uint8_t wr_opcode) {
+    switch (wr_opcode) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        return IBV_WC_RDMA_WRITE;
+    case IBV_WR_RDMA_READ:
+        return IBV_WC_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+        return IBV_WC_COMP_SWAP;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        return IBV_WC_FETCH_ADD;
+    case IBV_WR_BIND_MW:
+        return IBV_WC_BIND_MW;
+    case IBV_WR_LOCAL_INV:
+        return IBV_WC_LOCAL_INV;
+    default:
+        return IBV_WC_SEND;
+    }
+}
+
+} // namespace
+
+void nic_node::complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status) {
+    const bool signaled = (work.wqe.flags & hw::wqe_flag::signaled) || qp.sq_sig_all;
+    if (status == IBV_WC_SUCCESS && !signaled) return;
+    if (status == IBV_WC_WR_FLUSH_ERR)
+        ++_counters.req_cqe_flush_error;
+    else if (status != IBV_WC_SUCCESS)
+        ++_counters.req_cqe_error;
+    hw::cqe e{};
+    e.wr_id = work.wqe.wr_id;
+    e.status = status;
+    e.opcode = completion_opcode(work.wqe.opcode);
+    e.qp_num = qp.qpn;
+    e.byte_len = work.wqe.opcode == IBV_WR_RDMA_READ ? static_cast<std::uint32_t>(work.length) : 0;
+    post_completion(*qp.send_cq, e, false);
+}
+
+void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
+    const std::uint32_t mask = qp.send_size - 1;
+    bool progressed = false;
+    while (qp.sq_retired != qp.sq_started) {
+        const send_work& work = qp.started_work[qp.sq_retired & mask];
+        const std::uint32_t last_psn = wire::psn_add(work.first_psn, work.packets - 1);
+        if (wire::psn_diff(last_psn, acked_psn) > 0) break;
+        complete_send(qp, work, IBV_WC_SUCCESS);
+        ++qp.sq_retired;
+        progressed = true;
+    }
+    if (progressed) qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+    if (wire::psn_diff(acked_psn, qp.last_acked_psn) > 0) {
+        qp.last_acked_psn = acked_psn;
+        progressed = true;
+    }
+    // An ACK beyond where a rewind left the requester makes resending those packets pointless.
+    if (wire::psn_diff(qp.next_psn, wire::psn_add(acked_psn, 1)) < 0) rewind_to(qp, wire::psn_add(acked_psn, 1));
+    if (progressed) {
+        qp.retries_left = qp.attr.retry_cnt;
+        const bool outstanding = qp.sq_retired != qp.sq_started;
+        qp.retransmit_deadline = outstanding && qp.ack_timeout ? now + qp.ack_timeout : never;
+    }
+}
+
+void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
+    if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD && qp.state != IBV_QPS_SQE) {
+        ++_counters.rx_qp_state_drops;
+        return;
+    }
+    if (!packet.aeth_header || packet.info->has(wire::opcode_mask::read) ||
+        packet.info->has(wire::opcode_mask::atomic_ack_eth)) {
+        // Read responses and atomic ACKs answer requests this NIC does not send yet.
+        ++_counters.port_rcv_errors;
+        return;
+    }
+    const std::uint32_t psn = packet.bth_header->psn();
+    // Only PSNs of packets actually sent and not yet acknowledged mean anything (IBA 9.7.5.2.1).
+    if (wire::psn_diff(psn, qp.psn_frontier) >= 0 || wire::psn_diff(psn, qp.last_acked_psn) < 0) {
+        ++_counters.duplicate_request;
+        return;
+    }
+    const std::uint8_t syndrome = packet.aeth_header->syndrome();
+    const std::uint32_t before = wire::psn_add(psn, wire::psn_mask); // psn - 1
+
+    if (wire::aeth_syndrome::is_ack(syndrome)) {
+        retire_acknowledged(qp, psn, now);
+        qp.rnr_retries_left = qp.attr.rnr_retry;
+        return;
+    }
+
+    // Every NAK acknowledges what precedes its PSN (IBA 9.7.5.2.8).
+    retire_acknowledged(qp, before, now);
+    const std::uint32_t mask = qp.send_size - 1;
+    auto fail_current = [&](ibv_wc_status status) {
+        if (qp.sq_retired != qp.sq_started) qp.started_work[qp.sq_retired & mask].status = status;
+        enter_error(qp);
+    };
+
+    if (wire::aeth_syndrome::is_rnr_nak(syndrome)) {
+        ++_counters.rnr_nak_received;
+        if (qp.attr.rnr_retry != 7) { // 7 means retry for ever (IBA 9.7.5.2.8)
+            if (qp.rnr_retries_left == 0) {
+                ++_counters.rnr_nak_retry_err;
+                fail_current(IBV_WC_RNR_RETRY_EXC_ERR);
+                return;
+            }
+            --qp.rnr_retries_left;
+        }
+        qp.rnr_wait_until = now + rnr_wait(wire::aeth_syndrome::rnr_timer_of(syndrome));
+        rewind_to(qp, psn);
+        // The transport timer does not run while waiting out an RNR NAK.
+        qp.retransmit_deadline = never;
+        return;
+    }
+
+    switch (wire::aeth_syndrome::nak_code_of(syndrome)) {
+    case wire::nak_code::psn_sequence_error:
+        ++_counters.packet_seq_err;
+        rewind_to(qp, psn);
+        return;
+    case wire::nak_code::remote_access_error:
+        ++_counters.req_remote_access_errors;
+        fail_current(IBV_WC_REM_ACCESS_ERR);
+        return;
+    case wire::nak_code::remote_operational_error:
+        fail_current(IBV_WC_REM_OP_ERR);
+        return;
+    case wire::nak_code::invalid_request:
+    case wire::nak_code::invalid_rd_request:
+    default:
+        ++_counters.req_remote_invalid_request;
+        fail_current(IBV_WC_REM_INV_REQ_ERR);
+        return;
+    }
+}
+
+bool nic_node::check_timers(queue_pair& qp, sim_time now) {
+    if (qp.retransmit_deadline > now) return false;
+    if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) {
+        qp.retransmit_deadline = never;
+        return false;
+    }
+    if (qp.sq_retired == qp.sq_started) {
+        qp.retransmit_deadline = never;
+        return false;
+    }
+    // IBA 9.7.6.1.3: the transport timer expired; resend from the oldest unacknowledged PSN,
+    // at most retry_cnt times.
+    ++_counters.local_ack_timeout_err;
+    if (qp.retries_left == 0) {
+        qp.started_work[qp.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
+        enter_error(qp);
+        return true;
+    }
+    --qp.retries_left;
+    rewind_to(qp, wire::psn_add(qp.last_acked_psn, 1));
+    qp.retransmit_deadline = now + qp.ack_timeout;
+    return true;
+}
+
+} // namespace rocefab::nic

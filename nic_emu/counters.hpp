@@ -1,0 +1,62 @@
+// NIC counters, named as ConnectX users read them: the IB port counters
+// (/sys/class/infiniband/*/ports/1/counters) and the RDMA hw_counters (`rdma statistic`),
+// plus this emulation's own drop reasons. Declared once, bumped on the data path, read by
+// `rocefab show`.
+#pragma once
+
+#include <cstdint>
+
+namespace rocefab::nic {
+
+#define ROCEFAB_NIC_COUNTERS(X)                                                                                \
+    X(port_xmit_packets)                                                                                       \
+    X(port_xmit_data) /* bytes, as hardware's is in 4-byte words but shown here in bytes */                    \
+    X(port_rcv_packets)                                                                                        \
+    X(port_rcv_data)                                                                                           \
+    X(port_rcv_errors) /* frames that failed to parse: truncated, wrong lengths, not RoCE */                   \
+    X(rx_icrc_encapsulated) /* ICRC mismatch: dropped */                                                       \
+    X(rx_dropped_not_for_us) /* destination MAC or GID not this NIC's */                                       \
+    X(rx_unknown_qp)                                                                                           \
+    X(rx_qp_state_drops) /* packet for a QP in a state that cannot take it */                                  \
+    X(rx_transport_mismatch) /* opcode of another transport than the QP's */                                   \
+    X(rx_pfc_frames)                                                                                           \
+    X(tx_no_buffer) /* the packet pool was empty: transmission deferred */                                     \
+    X(rdma_sends)                                                                                              \
+    X(rdma_writes)                                                                                             \
+    X(out_of_sequence) /* responder saw a PSN ahead of the expected one */                                     \
+    X(packet_seq_err) /* requester received a PSN sequence error NAK */                                        \
+    X(duplicate_request)                                                                                       \
+    X(rnr_nak_sent) /* responder: no receive WQE posted */                                                     \
+    X(rnr_nak_received)                                                                                        \
+    X(local_ack_timeout_err) /* requester transport timer expired */                                           \
+    X(rnr_nak_retry_err)                                                                                       \
+    X(req_cqe_error)                                                                                           \
+    X(req_cqe_flush_error)                                                                                     \
+    X(resp_cqe_error)                                                                                          \
+    X(resp_cqe_flush_error)                                                                                    \
+    X(req_remote_access_errors)                                                                                \
+    X(req_remote_invalid_request)                                                                              \
+    X(resp_remote_access_errors)                                                                               \
+    X(resp_local_length_error)                                                                                 \
+    X(local_protection_errors)                                                                                 \
+    X(memory_access_faults) /* registered memory vanished (process died or unmapped it) */                     \
+    X(cq_overflow)                                                                                             \
+    X(comp_events)                                                                                             \
+    X(acks_sent)                                                                                               \
+    X(naks_sent)                                                                                               \
+    X(retransmitted_packets)
+
+struct nic_counters {
+#define ROCEFAB_DECLARE(name) std::uint64_t name = 0;
+    ROCEFAB_NIC_COUNTERS(ROCEFAB_DECLARE)
+#undef ROCEFAB_DECLARE
+
+    template <typename Visitor>
+    void for_each(Visitor&& visit) const {
+#define ROCEFAB_VISIT(name) visit(#name, name);
+        ROCEFAB_NIC_COUNTERS(ROCEFAB_VISIT)
+#undef ROCEFAB_VISIT
+    }
+};
+
+} // namespace rocefab::nic

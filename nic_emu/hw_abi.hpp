@@ -1,0 +1,139 @@
+// The "hardware" interface between the verbs library (the provider) and the emulated NIC:
+// work-queue and completion rings in shared memory, as a ConnectX exposes WQE and CQE rings
+// to mlx5. The library writes send and receive WQEs and reads CQEs; the NIC engine reads WQEs
+// and writes CQEs. Nothing here is trusted by the NIC: every index, count and length read from
+// a ring is checked before use, because the other side is an arbitrary program.
+//
+// Ordering (rdma-core's rxe_queue.h does the same): a producer fills a slot, then publishes it
+// with a release store of `producer`; a consumer reads `producer` with acquire, reads the slot,
+// then frees it with a release store of `consumer`.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace rocefab::hw {
+
+inline constexpr std::uint32_t abi_version = 1;
+
+inline constexpr std::uint32_t max_sge = 16;
+inline constexpr std::uint32_t max_inline_data = 256;
+inline constexpr std::uint32_t max_queue_depth = 16384; // max_qp_wr and max_cqe
+inline constexpr std::uint32_t cache_line = 64;
+
+struct ring_header {
+    alignas(cache_line) std::atomic<std::uint32_t> producer;
+    alignas(cache_line) std::atomic<std::uint32_t> consumer;
+    alignas(cache_line) std::uint32_t size; // slots, a power of two; fixed at creation
+    std::uint32_t slot_size;
+};
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+
+struct sge {
+    std::uint64_t address;
+    std::uint32_t length;
+    std::uint32_t lkey;
+};
+static_assert(sizeof(sge) == 16);
+
+namespace wqe_flag {
+inline constexpr std::uint8_t signaled = 1 << 0;
+inline constexpr std::uint8_t solicited = 1 << 1;
+inline constexpr std::uint8_t inline_data = 1 << 2;
+inline constexpr std::uint8_t fence = 1 << 3;
+} // namespace wqe_flag
+
+// One send queue slot. `opcode` holds an enum ibv_wr_opcode value.
+struct send_wqe {
+    std::uint64_t wr_id;
+    std::uint8_t opcode;
+    std::uint8_t flags;
+    std::uint8_t num_sge;
+    std::uint8_t reserved0;
+    std::uint32_t immediate; // network order, as ibv_send_wr::imm_data
+    std::uint64_t remote_address;
+    std::uint32_t rkey;
+    std::uint32_t inline_length;
+    std::uint64_t compare_add;
+    std::uint64_t swap;
+    std::uint32_t ud_ah;        // UD: address handle id
+    std::uint32_t ud_remote_qpn;
+    std::uint32_t ud_remote_qkey;
+    std::uint32_t reserved1;
+    union {
+        sge sg_list[max_sge];
+        std::uint8_t inline_bytes[max_inline_data];
+    };
+};
+static_assert(sizeof(send_wqe) == 64 + 256);
+
+struct recv_wqe {
+    std::uint64_t wr_id;
+    std::uint32_t num_sge;
+    std::uint32_t reserved;
+    sge sg_list[max_sge];
+};
+static_assert(sizeof(recv_wqe) == 16 + 256);
+
+// One completion. Field meanings follow struct ibv_wc.
+struct cqe {
+    std::uint64_t wr_id;
+    std::uint32_t status;   // enum ibv_wc_status
+    std::uint32_t opcode;   // enum ibv_wc_opcode
+    std::uint32_t vendor_err;
+    std::uint32_t byte_len;
+    std::uint32_t immediate; // network order
+    std::uint32_t qp_num;
+    std::uint32_t src_qp;
+    std::uint32_t wc_flags;
+    std::uint16_t pkey_index;
+    std::uint16_t slid;
+    std::uint8_t sl;
+    std::uint8_t dlid_path_bits;
+    std::uint16_t reserved0;
+    std::uint32_t reserved1[2];
+};
+static_assert(sizeof(cqe) == 56);
+
+namespace cq_arm {
+inline constexpr std::uint32_t none = 0;
+inline constexpr std::uint32_t next = 1;      // ibv_req_notify_cq(cq, 0)
+inline constexpr std::uint32_t solicited = 2; // ibv_req_notify_cq(cq, 1)
+} // namespace cq_arm
+
+// A CQ's shared block: the ring header, then the arm word, then the CQE slots.
+struct cq_control {
+    ring_header ring;
+    alignas(cache_line) std::atomic<std::uint32_t> armed;
+    std::atomic<std::uint32_t> overflowed; // set by the NIC when a CQE found no room
+};
+
+// A QP's shared block: send ring then receive ring, each followed by its slots.
+struct qp_control {
+    ring_header send;
+    ring_header recv;
+};
+
+inline constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+inline constexpr std::size_t cq_slots_offset = align_up(sizeof(cq_control), cache_line);
+inline constexpr std::size_t cq_region_size(std::uint32_t slots) {
+    return align_up(cq_slots_offset + std::size_t(slots) * sizeof(cqe), 4096);
+}
+
+inline constexpr std::size_t qp_send_slots_offset = align_up(sizeof(qp_control), cache_line);
+inline constexpr std::size_t qp_recv_slots_offset(std::uint32_t send_slots) {
+    return qp_send_slots_offset + std::size_t(send_slots) * sizeof(send_wqe);
+}
+inline constexpr std::size_t qp_region_size(std::uint32_t send_slots, std::uint32_t recv_slots) {
+    return align_up(qp_recv_slots_offset(send_slots) + std::size_t(recv_slots) * sizeof(recv_wqe), 4096);
+}
+
+inline constexpr std::uint32_t ring_slots_for(std::uint32_t requested) {
+    std::uint32_t n = 1;
+    while (n < requested) n <<= 1;
+    return n;
+}
+
+} // namespace rocefab::hw

@@ -1,0 +1,261 @@
+// The NIC's port: frames in, frames out, the poll loop and completion delivery.
+
+#include "nic_emu/nic_node.hpp"
+
+#include "dataplane/wire/ethernet.hpp"
+#include "nic_emu/attach_protocol.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <unistd.h>
+
+namespace rocefab::nic {
+
+namespace {
+// How far ahead of the wire the NIC may queue frames on its port: a small transmit FIFO, so
+// a poll loop that runs slower than one frame time still keeps the link busy.
+constexpr sim_time transmit_fifo_time = microseconds(2);
+} // namespace
+
+// ---- frames ------------------------------------------------------------------------------------
+
+rte_mbuf* nic_node::start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length,
+                                std::uint8_t*& payload) {
+    const std::size_t length = wire::roce_frame_length(spec, payload_length);
+    rte_mbuf* m = allocate_frame();
+    if (!m) {
+        ++_counters.tx_no_buffer;
+        return nullptr;
+    }
+    const std::size_t on_wire = std::max(length, wire::ethernet_min_frame_length);
+    auto* data = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, static_cast<std::uint16_t>(on_wire)));
+    if (!data || length == 0) {
+        rte_pktmbuf_free(m);
+        ++_counters.tx_no_buffer;
+        return nullptr;
+    }
+    const std::size_t header = wire::write_roce_headers(data, spec, payload_length);
+    payload = data + header;
+    return m;
+}
+
+void nic_node::finish_frame(rte_mbuf* frame, sim_time now) {
+    auto* data = rte_pktmbuf_mtod(frame, std::uint8_t*);
+    const std::size_t on_wire = rte_pktmbuf_data_len(frame);
+    // The RoCE length is what the IP header says; Ethernet padding follows the ICRC.
+    wire::parsed_roce unused;
+    (void)unused;
+    std::size_t l3 = sizeof(wire::ethernet_header);
+    const auto* eth = reinterpret_cast<const wire::ethernet_header*>(data);
+    if (eth->ether_type.load() == wire::ethertype::vlan) l3 += sizeof(wire::vlan_header);
+    std::size_t roce_length;
+    if ((data[l3] >> 4) == 4)
+        roce_length = l3 + reinterpret_cast<const wire::ipv4_header*>(data + l3)->total_length.load();
+    else
+        roce_length = l3 + sizeof(wire::ipv6_header) +
+                      reinterpret_cast<const wire::ipv6_header*>(data + l3)->payload_length.load();
+    if (roce_length < on_wire) std::memset(data + roce_length, 0, on_wire - roce_length);
+    wire::seal_roce_frame(data, roce_length);
+    ++_counters.port_xmit_packets;
+    _counters.port_xmit_data += on_wire;
+    transmit(0, frame, now);
+}
+
+// ---- receive -------------------------------------------------------------------------------------
+
+void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
+    const auto bytes = frame_bytes(frame);
+    if (bytes.size() >= sizeof(wire::ethernet_header)) {
+        const auto* eth = reinterpret_cast<const wire::ethernet_header*>(bytes.data());
+        if (eth->ether_type.load() == wire::ethertype::mac_control) {
+            ++_counters.rx_pfc_frames; // acting on pause frames comes with NIC QoS
+            rte_pktmbuf_free(frame);
+            return;
+        }
+        if (!(eth->destination == _spec.mac)) {
+            ++_counters.rx_dropped_not_for_us;
+            rte_pktmbuf_free(frame);
+            return;
+        }
+    }
+    wire::parsed_roce packet;
+    const wire::parse_error error = wire::parse_roce_frame(bytes, packet);
+    if (error != wire::parse_error::none) {
+        if (error == wire::parse_error::bad_icrc)
+            ++_counters.rx_icrc_encapsulated;
+        else
+            ++_counters.port_rcv_errors;
+        rte_pktmbuf_free(frame);
+        return;
+    }
+    ++_counters.port_rcv_packets;
+    _counters.port_rcv_data += bytes.size();
+    if (!(packet.destination_gid == _gids[0]) && !(packet.destination_gid == _gids[1])) {
+        ++_counters.rx_dropped_not_for_us;
+        rte_pktmbuf_free(frame);
+        return;
+    }
+    auto it = _qps_by_number.find(packet.bth_header->dest_qpn());
+    if (it == _qps_by_number.end()) {
+        ++_counters.rx_unknown_qp;
+        rte_pktmbuf_free(frame);
+        return;
+    }
+    queue_pair& qp = *it->second;
+    if (packet.info->transport != wire::ib_transport::rc || qp.type != IBV_QPT_RC) {
+        ++_counters.rx_transport_mismatch;
+        rte_pktmbuf_free(frame);
+        return;
+    }
+    // IBA 9.6.1.5: an RC packet must come from the QP's connected peer.
+    if (qp.state == IBV_QPS_RESET || qp.state == IBV_QPS_INIT ||
+        !(packet.source_gid == qp.headers.destination_gid)) {
+        ++_counters.rx_qp_state_drops;
+        rte_pktmbuf_free(frame);
+        return;
+    }
+    if (packet.info->has(wire::opcode_mask::response))
+        handle_response(qp, packet, now);
+    else
+        handle_request(qp, packet, now);
+    rte_pktmbuf_free(frame);
+}
+
+// ---- poll ----------------------------------------------------------------------------------------
+
+bool nic_node::poll(sim_time now) {
+    bool did_work = false;
+    const std::size_t n = _active_qps.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        queue_pair& qp = *_active_qps[(_round_robin + i) % n];
+        did_work |= check_timers(qp, now);
+        if (qp.state == IBV_QPS_ERR)
+            did_work |= flush(qp);
+        else if (busy_until(0) <= now + transmit_fifo_time)
+            did_work |= run_requester(qp, now);
+    }
+    if (n) _round_robin = (_round_robin + 1) % n;
+    return did_work;
+}
+
+sim_time nic_node::next_deadline() const {
+    sim_time earliest = never;
+    for (const queue_pair* qp : _active_qps) {
+        earliest = std::min(earliest, qp->retransmit_deadline);
+        const bool rings_have_work =
+            qp->sq_current != qp->sq_started ||
+            qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_started;
+        if (qp->state == IBV_QPS_ERR) {
+            const bool to_flush = qp->receiving ||
+                                  qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_retired ||
+                                  qp->control->recv.producer.load(std::memory_order_acquire) != qp->rq_consumed;
+            if (to_flush) earliest = std::min<sim_time>(earliest, 0);
+        }
+        else if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) && rings_have_work)
+            earliest = std::min(earliest, std::max(qp->rnr_wait_until, busy_until(0) - transmit_fifo_time));
+    }
+    return earliest;
+}
+
+// ---- completions and events ------------------------------------------------------------------------
+
+bool nic_node::post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited) {
+    if (cq.in_error) {
+        ++_counters.cq_overflow;
+        return false;
+    }
+    const std::uint32_t consumer = cq.control->ring.consumer.load(std::memory_order_acquire);
+    if (cq.produced - consumer >= cq.size) {
+        // IBA 11.4.2.1: a CQ overrun is an error of the CQ, reported asynchronously.
+        cq.in_error = true;
+        cq.control->overflowed.store(1, std::memory_order_relaxed);
+        ++_counters.cq_overflow;
+        raise_async_event(cq.context, IBV_EVENT_CQ_ERR, cq.handle);
+        return false;
+    }
+    cq.slots[cq.produced & (cq.size - 1)] = entry;
+    ++cq.produced;
+    cq.control->ring.producer.store(cq.produced, std::memory_order_release);
+    // Pairs with req_notify_cq's store: see hw_abi.hpp.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const std::uint32_t armed = cq.control->armed.load(std::memory_order_seq_cst);
+    const bool fire = armed == hw::cq_arm::next ||
+                      (armed == hw::cq_arm::solicited && (solicited || entry.status != IBV_WC_SUCCESS));
+    if (fire && cq.channel_fd >= 0) {
+        std::uint32_t expected = armed;
+        if (cq.control->armed.compare_exchange_strong(expected, hw::cq_arm::none)) {
+            const attach::cq_event_record record{cq.handle};
+            // A pipe write of a few bytes is atomic; the descriptor is non-blocking, and a full
+            // pipe means the application has not read thousands of events: nothing is lost that
+            // its next read would not also report.
+            if (::write(cq.channel_fd, &record, sizeof record) == sizeof record) ++_counters.comp_events;
+        }
+    }
+    return true;
+}
+
+void nic_node::raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle) {
+    auto it = _contexts.find(context);
+    if (it == _contexts.end() || it->second.async_fd < 0) return;
+    const attach::async_event_record record{static_cast<std::uint32_t>(type), handle};
+    [[maybe_unused]] auto written = ::write(it->second.async_fd, &record, sizeof record);
+}
+
+void nic_node::enter_error(queue_pair& qp) {
+    if (qp.state != IBV_QPS_ERR) {
+        qp.state = IBV_QPS_ERR;
+        qp.attr.qp_state = IBV_QPS_ERR;
+        // IBA 11.6.2: a QP that enters the error state on its own reports a fatal event.
+        raise_async_event(qp.context, IBV_EVENT_QP_FATAL, qp.handle);
+    }
+    qp.retransmit_deadline = never;
+}
+
+bool nic_node::flush(queue_pair& qp) {
+    // IBA 10.3.1 (Error state): every outstanding and newly posted WR completes with a flush
+    // error, signalled or not.
+    bool did_work = false;
+    const std::uint32_t send_mask = qp.send_size - 1;
+    for (; qp.sq_retired != qp.sq_started; ++qp.sq_retired) {
+        const send_work& work = qp.started_work[qp.sq_retired & send_mask];
+        complete_send(qp, work, work.status != IBV_WC_SUCCESS ? work.status : IBV_WC_WR_FLUSH_ERR);
+        did_work = true;
+    }
+    const std::uint32_t send_producer = qp.control->send.producer.load(std::memory_order_acquire);
+    if (send_producer - qp.sq_retired <= qp.send_size) {
+        for (; qp.sq_retired != send_producer; ++qp.sq_retired) {
+            send_work work;
+            work.wqe = qp.send_slots[qp.sq_retired & send_mask];
+            complete_send(qp, work, IBV_WC_WR_FLUSH_ERR);
+            did_work = true;
+        }
+    }
+    qp.sq_started = qp.sq_current = qp.sq_retired;
+    qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+
+    auto flush_receive = [&](const hw::recv_wqe& wqe) {
+        hw::cqe e{};
+        e.wr_id = wqe.wr_id;
+        e.status = IBV_WC_WR_FLUSH_ERR;
+        e.opcode = IBV_WC_RECV;
+        e.qp_num = qp.qpn;
+        ++_counters.resp_cqe_flush_error;
+        post_completion(*qp.recv_cq, e, false);
+    };
+    if (qp.receiving) {
+        flush_receive(qp.recv_work);
+        qp.receiving = false;
+        did_work = true;
+    }
+    const std::uint32_t recv_producer = qp.control->recv.producer.load(std::memory_order_acquire);
+    if (recv_producer - qp.rq_consumed <= qp.recv_size) {
+        for (; qp.rq_consumed != recv_producer; ++qp.rq_consumed) {
+            flush_receive(qp.recv_slots[qp.rq_consumed & (qp.recv_size - 1)]);
+            did_work = true;
+        }
+    }
+    qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
+    return did_work;
+}
+
+} // namespace rocefab::nic

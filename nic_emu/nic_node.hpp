@@ -1,0 +1,151 @@
+// The emulated RDMA NIC: one Ethernet port, a GID table like Soft-RoCE's, and the RC transport
+// engines (requester, responder, completer; IBA chapter 9) over queues that live in shared
+// memory with the application.
+//
+// Threading: every method runs on the data-plane thread. The control plane reaches the
+// resource methods (create_qp, modify_qp, ...) through the driver's mailbox.
+#pragma once
+
+#include "dataplane/node.hpp"
+#include "dataplane/wire/roce_frame.hpp"
+#include "nic_emu/counters.hpp"
+#include "nic_emu/resources.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace rocefab::nic {
+
+struct nic_spec {
+    std::string host;        // the emulated host the NIC sits in
+    std::string name;        // the device name programs see, e.g. rfab0
+    wire::mac_address mac;
+    wire::ipv6_address address; // v4-mapped for an IPv4 interface address
+    std::uint64_t speed_bps = 100'000'000'000;
+    std::uint32_t ip_mtu = 9000;
+    std::uint8_t ecn = wire::ecn::ect0; // ConnectX marks RoCEv2 packets ECN-capable by default
+};
+
+// Resolves the destination MAC for a destination GID, as the host's neighbour table would
+// (the peer's MAC on the same subnet, the gateway's otherwise). False when unreachable.
+using neighbour_resolver = std::function<bool(const wire::ipv6_address&, wire::mac_address&)>;
+
+class nic_node final : public node {
+public:
+    static constexpr std::uint32_t gid_count = 2;
+
+    nic_node(nic_spec spec, neighbour_resolver resolver);
+    ~nic_node() override;
+
+    // Control path, before the first QP reaches RTR.
+    void set_resolver(neighbour_resolver resolver) { _resolve = std::move(resolver); }
+
+    // -- node ----------------------------------------------------------------------------
+    void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) override;
+    bool poll(sim_time now) override;
+    sim_time next_deadline() const override;
+
+    // -- what the verbs see ----------------------------------------------------------------
+    const nic_spec& spec() const { return _spec; }
+    const wire::ipv6_address& gid(std::uint32_t index) const { return _gids[index]; }
+    std::uint64_t node_guid() const { return _node_guid; } // host order
+    ibv_device_attr device_attributes() const;
+    ibv_port_attr port_attributes() const;
+    const nic_counters& counters() const { return _counters; }
+
+    // -- resources (control path; return 0 or an errno value) -------------------------------
+    std::uint32_t open_context(std::unique_ptr<address_space> memory, int async_fd);
+    // Frees everything the context still holds, as closing a uverbs file does.
+    void close_context(std::uint32_t context);
+
+    int alloc_pd(std::uint32_t context, std::uint32_t& handle);
+    int dealloc_pd(std::uint32_t context, std::uint32_t handle);
+    int reg_mr(std::uint32_t context, std::uint32_t pd, std::uint64_t address, std::uint64_t length,
+               std::uint64_t iova, std::uint32_t access, std::uint32_t& handle, std::uint32_t& lkey,
+               std::uint32_t& rkey);
+    int dereg_mr(std::uint32_t context, std::uint32_t handle);
+    // `channel_fd` is taken over (closed with the channel).
+    int create_channel(std::uint32_t context, int channel_fd, std::uint32_t& handle);
+    int destroy_channel(std::uint32_t context, std::uint32_t handle);
+    int create_cq(std::uint32_t context, std::uint32_t slots, std::uint32_t channel, shared_region region,
+                  std::uint32_t& handle);
+    int destroy_cq(std::uint32_t context, std::uint32_t handle);
+    struct qp_request {
+        std::uint32_t pd, send_cq, recv_cq;
+        ibv_qp_type type;
+        bool sq_sig_all;
+        ibv_qp_cap cap;
+    };
+    // Rounds the capabilities up to what the NIC gives; `cap` returns them.
+    static int qp_geometry(const ibv_qp_cap& requested, ibv_qp_cap& granted, std::uint32_t& send_slots,
+                           std::uint32_t& recv_slots);
+    int create_qp(std::uint32_t context, const qp_request& request, shared_region region, std::uint32_t& handle,
+                  std::uint32_t& qpn, ibv_qp_cap& cap);
+    int modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_qp_attr& attr, int mask, sim_time now);
+    int query_qp(std::uint32_t context, std::uint32_t handle, ibv_qp_attr& attr, ibv_qp_cap& cap,
+                 bool& sq_sig_all) const;
+    int destroy_qp(std::uint32_t context, std::uint32_t handle);
+
+    // Test access.
+    const queue_pair* find_qp_by_number(std::uint32_t qpn) const;
+
+private:
+    // requester.cpp
+    bool run_requester(queue_pair& qp, sim_time now);
+    bool start_next_wqe(queue_pair& qp);
+    bool send_packet(queue_pair& qp, sim_time now);
+    void rewind_to(queue_pair& qp, std::uint32_t psn);
+    // completer.cpp
+    void handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    void retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
+    bool check_timers(queue_pair& qp, sim_time now);
+    void complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status);
+    // responder.cpp
+    void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    void send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now);
+    bool take_receive_wqe(queue_pair& qp);
+    bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
+                               const std::uint8_t* data, std::size_t length, ibv_wc_status& status);
+    // cq.cpp
+    bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited);
+    void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
+    void enter_error(queue_pair& qp);
+    bool flush(queue_pair& qp);
+
+    // Memory checks (IBA 10.6.3.3 and 9.7.5.1.4): the MR, if the key, PD, bounds and access fit.
+    const memory_region* local_mr(std::uint32_t lkey, std::uint32_t pd, std::uint64_t address, std::uint64_t length,
+                                  std::uint32_t needed_access) const;
+    const memory_region* remote_mr(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va, std::uint64_t length,
+                                   std::uint32_t needed_access) const;
+
+    rte_mbuf* start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length, std::uint8_t*& payload);
+    void finish_frame(rte_mbuf* frame, sim_time now);
+
+    nic_spec _spec;
+    neighbour_resolver _resolve;
+    std::array<wire::ipv6_address, gid_count> _gids;
+    std::uint64_t _node_guid;
+    nic_counters _counters;
+
+    std::uint32_t _next_handle = 1;
+    std::uint32_t _next_qpn = 0x11; // QP0/QP1 are special; ConnectX and rxe start above them
+    std::uint32_t _next_key = 0x100;
+    std::map<std::uint32_t, context_state> _contexts;
+    std::map<std::uint32_t, protection_domain> _pds;
+    std::unordered_map<std::uint32_t, memory_region> _mrs_by_lkey; // lkey == rkey here
+    std::map<std::uint32_t, std::uint32_t> _mr_handles;         // handle -> key
+    std::map<std::uint32_t, std::pair<std::uint32_t, int>> _channels; // handle -> (context, fd)
+    std::map<std::uint32_t, std::unique_ptr<completion_queue>> _cqs;
+    std::map<std::uint32_t, std::unique_ptr<queue_pair>> _qps;  // by handle
+    std::unordered_map<std::uint32_t, queue_pair*> _qps_by_number;
+    std::vector<queue_pair*> _active_qps; // iteration order for the requester (round robin)
+    std::size_t _round_robin = 0;
+};
+
+} // namespace rocefab::nic

@@ -1,0 +1,234 @@
+// The requester (IBA 9.7.4 and rxe_req.c): turns send WQEs into request packets, one MTU at a
+// time, with PSNs; go-back-N rewinds it when the completer sees a NAK or a timeout.
+
+#include "nic_emu/nic_node.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rocefab::nic {
+
+namespace {
+
+using wire::ib_opcode;
+
+// Request packets the requester may have unacknowledged at once; the ACK-request bit is set on
+// every message's last packet and at least this often, so the completer can free the window.
+constexpr std::uint32_t max_unacked_packets = 1024;
+constexpr std::uint32_t ack_request_interval = 64;
+
+std::uint64_t message_length(const hw::send_wqe& wqe) {
+    if (wqe.flags & hw::wqe_flag::inline_data) return wqe.inline_length;
+    std::uint64_t total = 0;
+    for (unsigned i = 0; i < wqe.num_sge; ++i) total += wqe.sg_list[i].length;
+    return total;
+}
+
+ib_opcode packet_opcode(std::uint8_t wr_opcode, bool first, bool last) {
+    const bool only = first && last;
+    switch (wr_opcode) {
+    case IBV_WR_SEND:
+        return only ? ib_opcode::rc_send_only : first ? ib_opcode::rc_send_first
+                                            : last  ? ib_opcode::rc_send_last
+                                                    : ib_opcode::rc_send_middle;
+    case IBV_WR_SEND_WITH_IMM:
+        return only ? ib_opcode::rc_send_only_with_immediate
+               : first ? ib_opcode::rc_send_first
+               : last  ? ib_opcode::rc_send_last_with_immediate
+                       : ib_opcode::rc_send_middle;
+    case IBV_WR_RDMA_WRITE:
+        return only ? ib_opcode::rc_rdma_write_only : first ? ib_opcode::rc_rdma_write_first
+                                                  : last  ? ib_opcode::rc_rdma_write_last
+                                                          : ib_opcode::rc_rdma_write_middle;
+    default: // IBV_WR_RDMA_WRITE_WITH_IMM
+        return only ? ib_opcode::rc_rdma_write_only_with_immediate
+               : first ? ib_opcode::rc_rdma_write_first
+               : last  ? ib_opcode::rc_rdma_write_last_with_immediate
+                       : ib_opcode::rc_rdma_write_middle;
+    }
+}
+
+} // namespace
+
+bool nic_node::run_requester(queue_pair& qp, sim_time now) {
+    if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return false;
+    if (now < qp.rnr_wait_until) return false;
+    bool did_work = false;
+    for (int burst = 0; burst < 16; ++burst) {
+        if (busy_until(0) > now + microseconds(2)) break;
+        if (qp.sq_current == qp.sq_started) {
+            if (qp.state == IBV_QPS_SQD) break; // drained: no new WQE starts
+            if (!start_next_wqe(qp)) break;
+            did_work = true;
+            if (qp.state == IBV_QPS_ERR) break;
+        }
+        if (wire::psn_diff(qp.next_psn, qp.last_acked_psn) > static_cast<std::int32_t>(max_unacked_packets)) break;
+        if (!send_packet(qp, now)) break;
+        did_work = true;
+    }
+    return did_work;
+}
+
+bool nic_node::start_next_wqe(queue_pair& qp) {
+    const std::uint32_t producer = qp.control->send.producer.load(std::memory_order_acquire);
+    if (producer == qp.sq_started) return false;
+    if (producer - qp.sq_retired > qp.send_size) {
+        // The application moved its producer index past the ring: its own queue is corrupt.
+        enter_error(qp);
+        return true;
+    }
+    send_work& work = qp.started_work[qp.sq_started & (qp.send_size - 1)];
+    work.wqe = qp.send_slots[qp.sq_started & (qp.send_size - 1)]; // the private copy
+    hw::send_wqe& wqe = work.wqe;
+    if (qp.sq_sig_all) wqe.flags |= hw::wqe_flag::signaled;
+    work.first_psn = qp.next_psn;
+    work.packets = 1;
+    work.length = 0;
+    ++qp.sq_started;
+
+    work.status = IBV_WC_SUCCESS;
+    auto fail = [&](ibv_wc_status status) {
+        // The WQE completes with this status and takes the QP to the error state (IBA
+        // 10.8.3.1); flush() reports it, after those before it.
+        work.status = status;
+        qp.sq_current = qp.sq_started;
+        enter_error(qp);
+        return true;
+    };
+
+    switch (wqe.opcode) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        break;
+    default:
+        // RDMA READ, atomics and the rest arrive with the transport issue; the NIC does not
+        // claim them in its capabilities and rejects the WQE as hardware rejects an opcode
+        // the QP cannot carry.
+        ++_counters.local_protection_errors;
+        return fail(IBV_WC_LOC_QP_OP_ERR);
+    }
+    if (wqe.flags & hw::wqe_flag::inline_data) {
+        if (wqe.inline_length > qp.cap.max_inline_data) return fail(IBV_WC_LOC_LEN_ERR);
+    } else {
+        if (wqe.num_sge > qp.cap.max_send_sge) return fail(IBV_WC_LOC_LEN_ERR);
+        for (unsigned i = 0; i < wqe.num_sge; ++i) {
+            const hw::sge& s = wqe.sg_list[i];
+            if (s.length == 0) continue;
+            if (!local_mr(s.lkey, qp.pd, s.address, s.length, 0)) {
+                ++_counters.local_protection_errors;
+                return fail(IBV_WC_LOC_PROT_ERR);
+            }
+        }
+    }
+    work.length = message_length(wqe);
+    if (work.length > (1ull << 31)) return fail(IBV_WC_LOC_LEN_ERR);
+    work.packets = std::max<std::uint32_t>(1, static_cast<std::uint32_t>((work.length + qp.mtu_bytes - 1) / qp.mtu_bytes));
+    qp.next_psn = wire::psn_add(work.first_psn, 0);
+    qp.sq_offset = 0;
+    return true;
+}
+
+bool nic_node::send_packet(queue_pair& qp, sim_time now) {
+    send_work& work = qp.started_work[qp.sq_current & (qp.send_size - 1)];
+    const hw::send_wqe& wqe = work.wqe;
+    const std::uint64_t payload = std::min<std::uint64_t>(qp.mtu_bytes, work.length - qp.sq_offset);
+    const bool first = qp.sq_offset == 0;
+    const bool last = qp.sq_offset + payload >= work.length;
+    const std::uint32_t psn = qp.next_psn;
+
+    wire::roce_headers_spec& spec = qp.headers;
+    spec.opcode = wire::to_byte(packet_opcode(wqe.opcode, first, last));
+    spec.psn = psn;
+    spec.ack_request = last || (psn % ack_request_interval) == 0;
+    spec.solicited = last && (wqe.flags & hw::wqe_flag::solicited);
+    const bool is_write = wqe.opcode == IBV_WR_RDMA_WRITE || wqe.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+    if (is_write && first) {
+        spec.reth_va = wqe.remote_address;
+        spec.reth_rkey = wqe.rkey;
+        spec.reth_length = static_cast<std::uint32_t>(work.length);
+    }
+    spec.immediate = be32toh(wqe.immediate);
+
+    std::uint8_t* out = nullptr;
+    rte_mbuf* frame = start_frame(spec, payload, out);
+    if (!frame) return false;
+
+    if (wqe.flags & hw::wqe_flag::inline_data) {
+        std::memcpy(out, wqe.inline_bytes + qp.sq_offset, payload);
+    } else if (payload) {
+        // Gather [offset, offset + payload) of the message from its SGEs, checking each MR
+        // again: it may have been deregistered since the WQE started.
+        iovec local[hw::max_sge], remote[hw::max_sge];
+        std::size_t count = 0;
+        std::uint64_t skip = qp.sq_offset, left = payload, written = 0;
+        address_space* memory = nullptr;
+        bool ok = true;
+        for (unsigned i = 0; i < wqe.num_sge && left; ++i) {
+            const hw::sge& s = wqe.sg_list[i];
+            if (skip >= s.length) {
+                skip -= s.length;
+                continue;
+            }
+            const std::uint64_t take = std::min<std::uint64_t>(s.length - skip, left);
+            const memory_region* mr = local_mr(s.lkey, qp.pd, s.address + skip, take, 0);
+            if (!mr) {
+                ok = false;
+                break;
+            }
+            memory = mr->memory;
+            local[count] = {out + written, take};
+            remote[count] = {reinterpret_cast<void*>(s.address + skip), take};
+            ++count;
+            written += take;
+            left -= take;
+            skip = 0;
+        }
+        if (ok && memory) ok = memory->read({local, count}, {remote, count});
+        if (!ok || !memory) {
+            rte_pktmbuf_free(frame);
+            ++_counters.memory_access_faults;
+            work.status = IBV_WC_LOC_PROT_ERR;
+            qp.sq_current = qp.sq_started;
+            enter_error(qp);
+            return false;
+        }
+    }
+    if (wire::psn_diff(psn, qp.psn_frontier) < 0) ++_counters.retransmitted_packets;
+    if (wqe.opcode == IBV_WR_SEND || wqe.opcode == IBV_WR_SEND_WITH_IMM)
+        ++_counters.rdma_sends;
+    else
+        ++_counters.rdma_writes;
+    finish_frame(frame, now);
+
+    qp.next_psn = wire::psn_add(psn, 1);
+    if (wire::psn_diff(qp.next_psn, qp.psn_frontier) > 0) qp.psn_frontier = qp.next_psn;
+    qp.sq_offset += payload;
+    if (last) {
+        ++qp.sq_current;
+        qp.sq_offset = 0;
+    }
+    if (qp.retransmit_deadline == never && qp.ack_timeout) qp.retransmit_deadline = now + qp.ack_timeout;
+    return true;
+}
+
+void nic_node::rewind_to(queue_pair& qp, std::uint32_t psn) {
+    // Go-back-N (IBA 9.7.5.2.8): resend from `psn`, which lies in a started WQE.
+    for (std::uint32_t i = qp.sq_retired; i != qp.sq_started; ++i) {
+        const send_work& work = qp.started_work[i & (qp.send_size - 1)];
+        const std::int32_t into = wire::psn_diff(psn, work.first_psn);
+        if (into >= 0 && into < static_cast<std::int32_t>(work.packets)) {
+            qp.sq_current = i;
+            qp.sq_offset = std::uint64_t(into) * qp.mtu_bytes;
+            qp.next_psn = psn;
+            return;
+        }
+    }
+    // Nothing started is unacknowledged: carry on from the frontier.
+    qp.sq_current = qp.sq_started;
+    qp.sq_offset = 0;
+    qp.next_psn = qp.psn_frontier;
+}
+
+} // namespace rocefab::nic

@@ -1,0 +1,144 @@
+// The NIC-side objects behind the verbs: protection domains, memory regions, completion queues
+// and queue pairs, with the state the transport engines keep for each. They are created and
+// destroyed on the control path (allocation allowed) and used by the data path.
+#pragma once
+
+#include "dataplane/time.hpp"
+#include "dataplane/wire/roce_frame.hpp"
+#include "nic_emu/address_space.hpp"
+#include "nic_emu/hw_abi.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace rocefab::nic {
+
+// A shared-memory mapping the NIC owns for the lifetime of a CQ or QP.
+class shared_region {
+public:
+    shared_region() = default;
+    shared_region(void* base, std::size_t length) : _base(base), _length(length) {}
+    ~shared_region();
+    shared_region(shared_region&& other) noexcept { *this = std::move(other); }
+    shared_region& operator=(shared_region&& other) noexcept;
+    shared_region(const shared_region&) = delete;
+    shared_region& operator=(const shared_region&) = delete;
+
+    // A memfd of `length` bytes mapped here; the descriptor is returned for passing to the
+    // application, which maps the same pages. Returns false and sets errno on failure.
+    static bool create(const char* name, std::size_t length, shared_region& out, int& fd);
+
+    void* base() const { return _base; }
+    std::size_t length() const { return _length; }
+
+private:
+    void* _base = nullptr;
+    std::size_t _length = 0;
+};
+
+struct context_state {
+    std::uint32_t id = 0;
+    std::unique_ptr<address_space> memory;
+    int async_fd = -1; // write end; the application reads async_event_record from the other
+};
+
+struct protection_domain {
+    std::uint32_t handle = 0;
+    std::uint32_t context = 0;
+};
+
+struct memory_region {
+    std::uint32_t handle = 0;
+    std::uint32_t context = 0;
+    std::uint32_t pd = 0;
+    std::uint64_t address = 0; // in the owner's address space
+    std::uint64_t length = 0;
+    std::uint64_t iova = 0;    // what remote addresses (RETH VA) are relative to
+    std::uint32_t access = 0;  // enum ibv_access_flags
+    std::uint32_t lkey = 0;
+    std::uint32_t rkey = 0;
+    address_space* memory = nullptr;
+};
+
+struct completion_queue {
+    std::uint32_t handle = 0;
+    std::uint32_t context = 0;
+    shared_region region;
+    hw::cq_control* control = nullptr;
+    hw::cqe* slots = nullptr;
+    std::uint32_t size = 0;
+    int channel_fd = -1; // write end of the completion channel, or -1
+    std::uint32_t channel = 0;
+    bool in_error = false; // overflowed: IBA 11.4.2.1, the CQ is unusable
+    std::uint32_t produced = 0; // the NIC's own producer index; the shared copy is only published
+};
+
+// What the requester keeps of a send WQE once it starts on it: a private copy (the application
+// may scribble on the ring; what was validated stays what is sent) and its PSN range.
+struct send_work {
+    hw::send_wqe wqe;
+    std::uint64_t length = 0;
+    std::uint32_t first_psn = 0;
+    std::uint32_t packets = 0;
+    ibv_wc_status status = IBV_WC_SUCCESS; // set when the WQE itself failed
+};
+
+struct queue_pair {
+    std::uint32_t handle = 0;
+    std::uint32_t context = 0;
+    std::uint32_t qpn = 0;
+    std::uint32_t pd = 0;
+    ibv_qp_type type = IBV_QPT_RC;
+    ibv_qp_state state = IBV_QPS_RESET;
+    completion_queue* send_cq = nullptr;
+    completion_queue* recv_cq = nullptr;
+    bool sq_sig_all = false;
+    ibv_qp_cap cap{};
+
+    shared_region region;
+    hw::qp_control* control = nullptr;
+    hw::send_wqe* send_slots = nullptr;
+    hw::recv_wqe* recv_slots = nullptr;
+    std::uint32_t send_size = 0; // ring slots, powers of two
+    std::uint32_t recv_size = 0;
+
+    // Attributes from ibv_modify_qp.
+    ibv_qp_attr attr{};
+    std::uint32_t mtu_bytes = 1024;
+    sim_time ack_timeout = 0;  // 4.096 us * 2^timeout; 0 = wait forever (IBA 9.7.6.1.3)
+    wire::roce_headers_spec headers; // addresses of the connection, filled at RTR
+
+    // Requester (IBA 9.7): WQEs in [sq_retired, sq_started) have been started; of those,
+    // sq_current is being sent, at byte sq_offset with next PSN next_psn.
+    std::vector<nic::send_work> started_work;
+    std::uint32_t sq_retired = 0; // == control->send.consumer, kept privately
+    std::uint32_t sq_started = 0;
+    std::uint32_t sq_current = 0;
+    std::uint64_t sq_offset = 0;
+    std::uint32_t next_psn = 0;
+    std::uint32_t last_acked_psn = 0; // the PSN the responder last acknowledged
+    std::uint32_t psn_frontier = 0;   // one past the highest PSN ever sent
+    sim_time retransmit_deadline = never;
+    sim_time rnr_wait_until = 0;
+    unsigned retries_left = 0;
+    unsigned rnr_retries_left = 0;
+
+    // Responder (IBA 9.7.5): expected PSN, MSN, and the message in progress.
+    std::uint32_t expected_psn = 0;
+    std::uint32_t msn = 0;
+    bool nak_outstanding = false; // a sequence NAK was sent and the gap is not filled yet
+    bool receiving = false;       // a multi-packet SEND is in progress into recv_work
+    hw::recv_wqe recv_work{};
+    std::uint64_t recv_offset = 0;
+    bool writing = false;         // a multi-packet RDMA WRITE is in progress
+    std::uint32_t write_rkey = 0;
+    std::uint64_t write_va = 0;
+    std::uint64_t write_remaining = 0;
+    std::uint64_t write_total = 0;
+    std::uint32_t rq_consumed = 0; // == control->recv.consumer, kept privately
+};
+
+} // namespace rocefab::nic

@@ -1,0 +1,229 @@
+// The responder (IBA 9.7.5.1 and rxe_resp.c): checks each request's PSN, places SEND payloads
+// into receive WQEs and RDMA WRITE payloads into registered memory after checking the rkey,
+// and answers with ACKs, NAKs and RNR NAKs.
+
+#include "nic_emu/nic_node.hpp"
+
+#include <algorithm>
+
+namespace rocefab::nic {
+
+namespace {
+using wire::aeth_syndrome::invalid_credits;
+}
+
+void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now) {
+    wire::roce_headers_spec spec = qp.headers;
+    spec.opcode = wire::to_byte(wire::ib_opcode::rc_acknowledge);
+    spec.psn = psn;
+    spec.ack_request = false;
+    spec.solicited = false;
+    spec.aeth_syndrome = syndrome;
+    spec.aeth_msn = qp.msn & wire::mask24;
+    std::uint8_t* payload;
+    rte_mbuf* frame = start_frame(spec, 0, payload);
+    if (!frame) return; // the requester's timer recovers a lost ACK
+    if (wire::aeth_syndrome::is_ack(syndrome))
+        ++_counters.acks_sent;
+    else
+        ++_counters.naks_sent;
+    finish_frame(frame, now);
+}
+
+bool nic_node::take_receive_wqe(queue_pair& qp) {
+    const std::uint32_t producer = qp.control->recv.producer.load(std::memory_order_acquire);
+    if (producer == qp.rq_consumed) return false;
+    if (producer - qp.rq_consumed > qp.recv_size) return false; // a corrupt ring holds nothing usable
+    qp.recv_work = qp.recv_slots[qp.rq_consumed & (qp.recv_size - 1)];
+    ++qp.rq_consumed;
+    qp.receiving = true;
+    qp.recv_offset = 0;
+    return true;
+}
+
+bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
+                                     const std::uint8_t* data, std::size_t length, ibv_wc_status& status) {
+    if (length == 0) return true;
+    iovec local[hw::max_sge], remote[hw::max_sge];
+    std::size_t count = 0;
+    std::uint64_t skip = offset, left = length, done = 0;
+    address_space* memory = nullptr;
+    const unsigned sges = std::min<unsigned>(wqe.num_sge, hw::max_sge);
+    for (unsigned i = 0; i < sges && left; ++i) {
+        const hw::sge& s = wqe.sg_list[i];
+        if (skip >= s.length) {
+            skip -= s.length;
+            continue;
+        }
+        const std::uint64_t take = std::min<std::uint64_t>(s.length - skip, left);
+        const memory_region* mr = local_mr(s.lkey, qp.pd, s.address + skip, take, IBV_ACCESS_LOCAL_WRITE);
+        if (!mr) {
+            status = IBV_WC_LOC_PROT_ERR;
+            return false;
+        }
+        memory = mr->memory;
+        local[count] = {const_cast<std::uint8_t*>(data) + done, take};
+        remote[count] = {reinterpret_cast<void*>(s.address + skip), take};
+        ++count;
+        done += take;
+        left -= take;
+        skip = 0;
+    }
+    if (left) {
+        status = IBV_WC_LOC_LEN_ERR; // the message is longer than the receive buffers
+        return false;
+    }
+    if (!memory->write({local, count}, {remote, count})) {
+        ++_counters.memory_access_faults;
+        status = IBV_WC_LOC_PROT_ERR;
+        return false;
+    }
+    return true;
+}
+
+void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
+    if (qp.state == IBV_QPS_ERR) {
+        ++_counters.rx_qp_state_drops;
+        return;
+    }
+    const wire::bth& bth = *packet.bth_header;
+    const wire::opcode_info& op = *packet.info;
+    const std::uint32_t psn = bth.psn();
+    const std::int32_t distance = wire::psn_diff(psn, qp.expected_psn);
+
+    if (distance > 0) {
+        // A gap: something before this was lost. One NAK per gap (IBA 9.7.5.1.1).
+        ++_counters.out_of_sequence;
+        if (!qp.nak_outstanding) {
+            qp.nak_outstanding = true;
+            send_ack(qp, qp.expected_psn, wire::aeth_syndrome::nak(wire::nak_code::psn_sequence_error), now);
+        }
+        return;
+    }
+    if (distance < 0) {
+        // A duplicate: its effect already happened. Acknowledge what has been received so the
+        // requester can move on (IBA 9.7.5.1.2).
+        ++_counters.duplicate_request;
+        if (bth.ack_request())
+            send_ack(qp, wire::psn_add(qp.expected_psn, wire::psn_mask), wire::aeth_syndrome::ack(invalid_credits), now);
+        return;
+    }
+    qp.nak_outstanding = false;
+
+    auto nak = [&](wire::nak_code code) {
+        send_ack(qp, psn, wire::aeth_syndrome::nak(code), now);
+        enter_error(qp);
+    };
+    auto complete_receive = [&](ibv_wc_status status, std::uint32_t byte_len, bool with_imm, bool write_imm) {
+        hw::cqe e{};
+        e.wr_id = qp.recv_work.wr_id;
+        e.status = status;
+        e.opcode = write_imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+        e.byte_len = byte_len;
+        e.qp_num = qp.qpn;
+        e.src_qp = qp.attr.dest_qp_num;
+        if (with_imm) {
+            e.wc_flags |= IBV_WC_WITH_IMM;
+            e.immediate = packet.immdt_header->data.raw(); // network order, as ibv_wc::imm_data
+        }
+        if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
+        qp.receiving = false;
+        qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
+        post_completion(*qp.recv_cq, e, bth.solicited());
+    };
+
+    const std::size_t length = packet.payload_length;
+    const bool first = op.has(wire::opcode_mask::first) || op.has(wire::opcode_mask::only);
+    const bool last = op.has(wire::opcode_mask::last) || op.has(wire::opcode_mask::only);
+    // IBA 9.7.5.1.3: FIRST and MIDDLE packets carry exactly one MTU; LAST and ONLY at most one.
+    const bool length_ok = (first && last) || last ? length <= qp.mtu_bytes : length == qp.mtu_bytes;
+
+    if (op.has(wire::opcode_mask::send)) {
+        if (first == qp.receiving || !length_ok) {
+            // A FIRST inside a message or a MIDDLE outside one: the opcode sequence is broken.
+            nak(wire::nak_code::invalid_request);
+            return;
+        }
+        if (first && !take_receive_wqe(qp)) {
+            // No receive WQE: RNR NAK, the PSN stays expected (IBA 9.7.5.2.8).
+            ++_counters.rnr_nak_sent;
+            send_ack(qp, psn, wire::aeth_syndrome::rnr_nak(qp.attr.min_rnr_timer), now);
+            return;
+        }
+        ibv_wc_status status = IBV_WC_SUCCESS;
+        if (!write_payload_to_sges(qp, qp.recv_work, qp.recv_offset, packet.payload, length, status)) {
+            if (status == IBV_WC_LOC_LEN_ERR) ++_counters.resp_local_length_error;
+            complete_receive(status, 0, false, false);
+            nak(status == IBV_WC_LOC_LEN_ERR ? wire::nak_code::invalid_request
+                                             : wire::nak_code::remote_operational_error);
+            return;
+        }
+        qp.recv_offset += length;
+        if (last) {
+            complete_receive(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.recv_offset),
+                             packet.immdt_header != nullptr, false);
+            qp.msn = wire::psn_add(qp.msn, 1);
+        }
+    } else if (op.has(wire::opcode_mask::write)) {
+        if (first == qp.writing || !length_ok) {
+            nak(wire::nak_code::invalid_request);
+            return;
+        }
+        if (first) {
+            const wire::reth& reth = *packet.reth_header;
+            const std::uint64_t va = reth.virtual_address.load();
+            const std::uint32_t dma_length = reth.dma_length.load();
+            const std::uint32_t rkey = reth.rkey.load();
+            // IBA 9.7.5.1.4 (C9-88): the QP must allow remote writes, and the rkey must name an
+            // MR of the QP's PD with remote write access covering the whole range.
+            const bool allowed = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) &&
+                                 (dma_length == 0 || remote_mr(rkey, qp.pd, va, dma_length, IBV_ACCESS_REMOTE_WRITE));
+            if (!allowed) {
+                ++_counters.resp_remote_access_errors;
+                nak(wire::nak_code::remote_access_error);
+                return;
+            }
+            qp.writing = true;
+            qp.write_va = va;
+            qp.write_rkey = rkey;
+            qp.write_remaining = dma_length;
+            qp.write_total = dma_length;
+        }
+        if (length > qp.write_remaining || (last && length != qp.write_remaining)) {
+            nak(wire::nak_code::invalid_request);
+            return;
+        }
+        const bool with_imm = packet.immdt_header != nullptr;
+        if (last && with_imm && !qp.receiving && !take_receive_wqe(qp)) {
+            ++_counters.rnr_nak_sent;
+            send_ack(qp, psn, wire::aeth_syndrome::rnr_nak(qp.attr.min_rnr_timer), now);
+            return;
+        }
+        if (length) {
+            const memory_region* mr = remote_mr(qp.write_rkey, qp.pd, qp.write_va, length, IBV_ACCESS_REMOTE_WRITE);
+            if (!mr || !mr->memory->write(mr->address + (qp.write_va - mr->iova), packet.payload, length)) {
+                if (mr) ++_counters.memory_access_faults;
+                ++_counters.resp_remote_access_errors;
+                nak(wire::nak_code::remote_access_error);
+                return;
+            }
+        }
+        qp.write_va += length;
+        qp.write_remaining -= length;
+        if (last) {
+            qp.writing = false;
+            if (with_imm) complete_receive(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.write_total), true, true);
+            qp.msn = wire::psn_add(qp.msn, 1);
+        }
+    } else {
+        // RDMA READ and atomics: this NIC does not offer them yet (device attributes say so);
+        // a request for them is an invalid request (IBA 9.7.5.1.3).
+        nak(wire::nak_code::invalid_request);
+        return;
+    }
+
+    qp.expected_psn = wire::psn_add(psn, 1);
+    if (bth.ack_request()) send_ack(qp, psn, wire::aeth_syndrome::ack(invalid_credits), now);
+}
+
+} // namespace rocefab::nic

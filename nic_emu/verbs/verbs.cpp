@@ -1,0 +1,859 @@
+// The verbs the emulated NIC implements, as rdma-core's libibverbs.so.1 exports them. This is
+// the provider half of the NIC: slow-path verbs are commands to the daemon over the context's
+// command channel; post_send, post_recv, poll_cq and req_notify_cq (inline in verbs.h, reached
+// through ibv_context_ops) touch only the shared rings of nic_emu/hw_abi.hpp.
+//
+// Return conventions follow rdma-core 44: int verbs return 0 or an errno value; constructors
+// return NULL with errno set; ibv_query_gid/ibv_query_pkey return -1 on failure.
+
+#include "nic_emu/attach_protocol.hpp"
+#include "nic_emu/hw_abi.hpp"
+#include "nic_emu/verbs/command_channel.hpp"
+
+#include <infiniband/verbs.h>
+// verbs.h wraps these in macros that pick a variant at the call site; here they are defined.
+#undef ibv_get_device_list
+#undef ibv_query_port
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+using namespace rocefab;
+
+namespace {
+
+// ---- objects ---------------------------------------------------------------------------
+
+struct rf_device {
+    ibv_device device; // first: ibv_device* converts back with a cast
+    attach::device_info info;
+    int index;
+};
+
+struct rf_device_list {
+    std::size_t count;
+    rf_device* devices;
+    ibv_device** pointers; // what the caller holds; NULL-terminated
+};
+
+struct rf_context;
+
+struct rf_pd {
+    ibv_pd pd;
+};
+
+struct rf_mr {
+    ibv_mr mr;
+};
+
+struct rf_channel {
+    ibv_comp_channel channel;
+    std::uint32_t handle;
+};
+
+struct rf_cq {
+    ibv_cq cq;
+    hw::cq_control* control = nullptr;
+    hw::cqe* slots = nullptr;
+    std::uint32_t slot_count = 0;
+    std::size_t map_length = 0;
+    std::mutex poll_lock; // ibv_poll_cq may be called from several threads
+};
+
+struct rf_qp {
+    ibv_qp qp;
+    hw::qp_control* control = nullptr;
+    hw::send_wqe* send_slots = nullptr;
+    hw::recv_wqe* recv_slots = nullptr;
+    std::size_t map_length = 0;
+    ibv_qp_cap cap{};
+    bool sq_sig_all = false;
+    std::mutex send_lock; // serialises producers of the send ring
+    std::mutex recv_lock; // serialises producers of the receive ring
+};
+
+struct rf_context {
+    verbs_context verbs; // first: context_of() depends on it // ibv_context must be last inside it; verbs.h finds verbs_context by offset
+    attach::device_info info;
+    verbs::command_channel channel;
+    std::mutex objects_lock;
+    std::map<std::uint32_t, rf_cq*> cqs; // for completion and async events
+    std::map<std::uint32_t, rf_qp*> qps;
+};
+
+// rf_context holds a mutex and a map, so it is not standard-layout; `verbs` is its first member
+// and sits at offset 0 regardless, which is all this relies on.
+rf_context* context_of(ibv_context* c) {
+    return reinterpret_cast<rf_context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
+}
+rf_cq* cq_of(ibv_cq* c) { return reinterpret_cast<rf_cq*>(c); }
+rf_qp* qp_of(ibv_qp* q) { return reinterpret_cast<rf_qp*>(q); }
+
+// Sends a command; returns 0 or the errno value of the transport or of the verb.
+int command(ibv_context* context, attach::request& request, attach::reply& reply, int* fd = nullptr) {
+    if (int error = context_of(context)->channel.call(request, reply, fd)) return error;
+    return reply.status;
+}
+
+attach::request make_request(attach::op code, std::uint32_t handle = 0) {
+    attach::request r;
+    std::memset(&r, 0, sizeof r);
+    r.code = code;
+    r.handle = handle;
+    return r;
+}
+
+void* map_shared(int fd, std::size_t length) {
+    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+// ---- fast path -------------------------------------------------------------------------
+
+int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+    rf_qp* qp = qp_of(ibqp);
+    std::lock_guard guard(qp->send_lock);
+    hw::ring_header& ring = qp->control->send;
+    std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
+    const std::uint32_t mask = ring.size - 1;
+    int error = 0;
+    for (; wr; wr = wr->next) {
+        if (ibqp->state < IBV_QPS_RTS && ibqp->state != IBV_QPS_ERR) {
+            error = EINVAL;
+            break;
+        }
+        if (producer - ring.consumer.load(std::memory_order_acquire) >= qp->cap.max_send_wr) {
+            error = ENOMEM;
+            break;
+        }
+        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > qp->cap.max_send_sge) {
+            error = EINVAL;
+            break;
+        }
+        hw::send_wqe& slot = qp->send_slots[producer & mask];
+        slot.wr_id = wr->wr_id;
+        slot.opcode = static_cast<std::uint8_t>(wr->opcode);
+        slot.flags = 0;
+        if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all) slot.flags |= hw::wqe_flag::signaled;
+        if (wr->send_flags & IBV_SEND_SOLICITED) slot.flags |= hw::wqe_flag::solicited;
+        if (wr->send_flags & IBV_SEND_FENCE) slot.flags |= hw::wqe_flag::fence;
+        slot.immediate = wr->imm_data;
+        slot.remote_address = 0;
+        slot.rkey = 0;
+        switch (wr->opcode) {
+        case IBV_WR_RDMA_WRITE:
+        case IBV_WR_RDMA_WRITE_WITH_IMM:
+        case IBV_WR_RDMA_READ:
+            slot.remote_address = wr->wr.rdma.remote_addr;
+            slot.rkey = wr->wr.rdma.rkey;
+            break;
+        case IBV_WR_ATOMIC_CMP_AND_SWP:
+        case IBV_WR_ATOMIC_FETCH_AND_ADD:
+            slot.remote_address = wr->wr.atomic.remote_addr;
+            slot.rkey = wr->wr.atomic.rkey;
+            slot.compare_add = wr->wr.atomic.compare_add;
+            slot.swap = wr->wr.atomic.swap;
+            break;
+        default:
+            break;
+        }
+        if (ibqp->qp_type == IBV_QPT_UD) {
+            slot.ud_ah = wr->wr.ud.ah ? wr->wr.ud.ah->handle : 0;
+            slot.ud_remote_qpn = wr->wr.ud.remote_qpn;
+            slot.ud_remote_qkey = wr->wr.ud.remote_qkey;
+        }
+        if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ) {
+            // Inline data is copied now, as hardware copies it into the WQE: the caller may
+            // reuse its buffer as soon as ibv_post_send returns.
+            std::size_t total = 0;
+            for (int i = 0; i < wr->num_sge; ++i) total += wr->sg_list[i].length;
+            if (total > qp->cap.max_inline_data) {
+                error = EINVAL;
+                break;
+            }
+            std::size_t at = 0;
+            for (int i = 0; i < wr->num_sge; ++i) {
+                std::memcpy(slot.inline_bytes + at, reinterpret_cast<const void*>(wr->sg_list[i].addr),
+                            wr->sg_list[i].length);
+                at += wr->sg_list[i].length;
+            }
+            slot.flags |= hw::wqe_flag::inline_data;
+            slot.inline_length = static_cast<std::uint32_t>(total);
+            slot.num_sge = 0;
+        } else {
+            slot.inline_length = 0;
+            slot.num_sge = static_cast<std::uint8_t>(wr->num_sge);
+            for (int i = 0; i < wr->num_sge; ++i)
+                slot.sg_list[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+        }
+        ++producer;
+        ring.producer.store(producer, std::memory_order_release); // the doorbell
+    }
+    if (error) *bad_wr = wr;
+    return error;
+}
+
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+    rf_qp* qp = qp_of(ibqp);
+    std::lock_guard guard(qp->recv_lock);
+    hw::ring_header& ring = qp->control->recv;
+    std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
+    const std::uint32_t mask = ring.size - 1;
+    int error = 0;
+    for (; wr; wr = wr->next) {
+        if (ibqp->state == IBV_QPS_RESET) {
+            error = EINVAL;
+            break;
+        }
+        if (producer - ring.consumer.load(std::memory_order_acquire) >= qp->cap.max_recv_wr) {
+            error = ENOMEM;
+            break;
+        }
+        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > qp->cap.max_recv_sge) {
+            error = EINVAL;
+            break;
+        }
+        hw::recv_wqe& slot = qp->recv_slots[producer & mask];
+        slot.wr_id = wr->wr_id;
+        slot.num_sge = static_cast<std::uint32_t>(wr->num_sge);
+        for (int i = 0; i < wr->num_sge; ++i)
+            slot.sg_list[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+        ++producer;
+        ring.producer.store(producer, std::memory_order_release);
+    }
+    if (error) *bad_wr = wr;
+    return error;
+}
+
+int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
+    rf_cq* cq = cq_of(ibcq);
+    std::lock_guard guard(cq->poll_lock);
+    hw::ring_header& ring = cq->control->ring;
+    std::uint32_t consumer = ring.consumer.load(std::memory_order_relaxed);
+    const std::uint32_t producer = ring.producer.load(std::memory_order_acquire);
+    int n = 0;
+    for (; n < entries && consumer != producer; ++n, ++consumer) {
+        const hw::cqe& e = cq->slots[consumer & (ring.size - 1)];
+        ibv_wc& out = wc[n];
+        out.wr_id = e.wr_id;
+        out.status = static_cast<ibv_wc_status>(e.status);
+        out.opcode = static_cast<ibv_wc_opcode>(e.opcode);
+        out.vendor_err = e.vendor_err;
+        out.byte_len = e.byte_len;
+        out.imm_data = e.immediate;
+        out.qp_num = e.qp_num;
+        out.src_qp = e.src_qp;
+        out.wc_flags = e.wc_flags;
+        out.pkey_index = e.pkey_index;
+        out.slid = e.slid;
+        out.sl = e.sl;
+        out.dlid_path_bits = e.dlid_path_bits;
+    }
+    ring.consumer.store(consumer, std::memory_order_release);
+    return n;
+}
+
+int req_notify_cq(ibv_cq* ibcq, int solicited_only) {
+    // Sequentially consistent, paired with the NIC's fence between publishing a CQE and reading
+    // `armed`: either the NIC sees the arm, or the CQE was published before it and the caller's
+    // next poll finds it.
+    cq_of(ibcq)->control->armed.store(solicited_only ? hw::cq_arm::solicited : hw::cq_arm::next,
+                                      std::memory_order_seq_cst);
+    return 0;
+}
+
+int query_port_ex(ibv_context* context, uint8_t port_num, ibv_port_attr* port_attr, size_t port_attr_len);
+
+// ---- device list -----------------------------------------------------------------------
+
+std::mutex list_lock;
+std::map<ibv_device**, rf_device_list*> live_lists;
+
+} // namespace
+
+extern "C" {
+
+ibv_device** ibv_get_device_list(int* num_devices) {
+    attach::reply hello;
+    std::memset(&hello, 0, sizeof hello);
+    verbs::command_channel channel;
+    std::size_t count = 0;
+    // Outside `rocefab run` there is no emulated host: the list is empty, as on a machine
+    // whose RDMA devices are all absent.
+    if (channel.connect_and_hello(hello) == 0) count = std::min<std::size_t>(hello.hello.device_count, attach::max_devices);
+
+    auto* list = new (std::nothrow) rf_device_list{};
+    if (!list) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    list->count = count;
+    list->devices = new (std::nothrow) rf_device[count ? count : 1]();
+    list->pointers = new (std::nothrow) ibv_device*[count + 1]();
+    if (!list->devices || !list->pointers) {
+        delete[] list->devices;
+        delete[] list->pointers;
+        delete list;
+        errno = ENOMEM;
+        return nullptr;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        rf_device& d = list->devices[i];
+        d.info = hello.hello.devices[i];
+        d.index = static_cast<int>(i);
+        d.device.node_type = IBV_NODE_CA;
+        d.device.transport_type = IBV_TRANSPORT_IB;
+        std::snprintf(d.device.name, sizeof d.device.name, "%s", d.info.name);
+        std::snprintf(d.device.dev_name, sizeof d.device.dev_name, "uverbs%zu", i);
+        std::snprintf(d.device.dev_path, sizeof d.device.dev_path, "/sys/class/infiniband_verbs/uverbs%zu", i);
+        std::snprintf(d.device.ibdev_path, sizeof d.device.ibdev_path, "/sys/class/infiniband/%s", d.info.name);
+        list->pointers[i] = &d.device;
+    }
+    list->pointers[count] = nullptr;
+    {
+        std::lock_guard guard(list_lock);
+        live_lists[list->pointers] = list;
+    }
+    if (num_devices) *num_devices = static_cast<int>(count);
+    return list->pointers;
+}
+
+void ibv_free_device_list(ibv_device** devices) {
+    rf_device_list* list = nullptr;
+    {
+        std::lock_guard guard(list_lock);
+        auto it = live_lists.find(devices);
+        if (it == live_lists.end()) return;
+        list = it->second;
+        live_lists.erase(it);
+    }
+    // rdma-core keeps devices alive while contexts use them; so do we, by copying what a
+    // context needs into the context itself.
+    delete[] list->devices;
+    delete[] list->pointers;
+    delete list;
+}
+
+const char* ibv_get_device_name(ibv_device* device) { return device->name; }
+
+__be64 ibv_get_device_guid(ibv_device* device) { return reinterpret_cast<rf_device*>(device)->info.node_guid; }
+
+int ibv_get_device_index(ibv_device* device) { return reinterpret_cast<rf_device*>(device)->index; }
+
+// ---- context ---------------------------------------------------------------------------
+
+ibv_context* ibv_open_device(ibv_device* device) {
+    rf_device* dev = reinterpret_cast<rf_device*>(device);
+    auto* ctx = new (std::nothrow) rf_context{};
+    if (!ctx) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    attach::reply reply;
+    std::memset(&reply, 0, sizeof reply);
+    int error = ctx->channel.connect_and_hello(reply);
+    int async_fd = -1;
+    if (!error) {
+        attach::request request = make_request(attach::op::open_device);
+        std::snprintf(request.open_device.device, sizeof request.open_device.device, "%s", dev->info.name);
+        error = ctx->channel.call(request, reply, &async_fd);
+        if (!error) error = reply.status;
+    }
+    if (error) {
+        if (async_fd >= 0) ::close(async_fd);
+        delete ctx;
+        errno = error;
+        return nullptr;
+    }
+    // The NIC reaches registered memory with process_vm_readv/writev, as a device uses DMA.
+    // Under Yama's ptrace_scope=1 a non-root daemon needs this process's permission.
+    if (ctx->channel.daemon_pid() > 0) ::prctl(PR_SET_PTRACER, ctx->channel.daemon_pid(), 0, 0, 0);
+
+    ctx->info = reply.open_device.device;
+    ibv_context& c = ctx->verbs.context;
+    c.device = device;
+    c.cmd_fd = ctx->channel.fd();
+    c.async_fd = async_fd;
+    c.num_comp_vectors = 1;
+    pthread_mutex_init(&c.mutex, nullptr);
+    c.abi_compat = __VERBS_ABI_IS_EXTENDED;
+    c.ops.poll_cq = poll_cq;
+    c.ops.req_notify_cq = req_notify_cq;
+    c.ops.post_send = post_send;
+    c.ops.post_recv = post_recv;
+    ctx->verbs.sz = sizeof(verbs_context);
+    ctx->verbs.query_port = query_port_ex;
+    return &c;
+}
+
+int ibv_close_device(ibv_context* context) {
+    rf_context* ctx = context_of(context);
+    // Closing the command channel is the daemon's signal to free everything the context
+    // still holds, as closing /dev/infiniband/uverbsN is the kernel's.
+    if (context->async_fd >= 0) ::close(context->async_fd);
+    delete ctx;
+    return 0;
+}
+
+int ibv_query_device(ibv_context* context, ibv_device_attr* device_attr) {
+    attach::request request = make_request(attach::op::query_device);
+    attach::reply reply;
+    if (int error = command(context, request, reply)) return error;
+    *device_attr = reply.open_device.device.device;
+    return 0;
+}
+
+// The exported symbol keeps the old, shorter layout (rdma-core's _compat_ibv_port_attr ends
+// with `flags`); programs built against current headers reach query_port_ex through the
+// verbs_context instead.
+int ibv_query_port(ibv_context* context, uint8_t port_num, _compat_ibv_port_attr* port_attr) {
+    return query_port_ex(context, port_num, reinterpret_cast<ibv_port_attr*>(port_attr),
+                         offsetof(ibv_port_attr, flags) + sizeof(ibv_port_attr::flags));
+}
+
+int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) {
+    const rf_context* ctx = context_of(context);
+    if (port_num != 1 || index < 0 || index >= static_cast<int>(attach::gid_table_size)) return -1;
+    std::memcpy(gid->raw, ctx->info.gids[index], sizeof gid->raw);
+    return 0;
+}
+
+int ibv_query_pkey(ibv_context*, uint8_t port_num, int index, __be16* pkey) {
+    // One partition: the default full-membership P_Key, as on every RoCE port.
+    if (port_num != 1 || index != 0) return -1;
+    *pkey = htobe16(0xffff);
+    return 0;
+}
+
+int ibv_get_pkey_index(ibv_context*, uint8_t port_num, __be16 pkey) {
+    if (port_num != 1) return -EINVAL;
+    return (be16toh(pkey) & 0x7fff) == 0x7fff ? 0 : -ENOENT;
+}
+
+int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry* entry,
+                      uint32_t flags, size_t entry_size) {
+    if (flags) return EINVAL;
+    if (entry_size < sizeof(ibv_gid_entry)) return EINVAL;
+    if (port_num != 1) return EINVAL;
+    if (gid_index >= attach::gid_table_size) return ENODATA;
+    const rf_context* ctx = context_of(context);
+    std::memset(entry, 0, sizeof *entry);
+    std::memcpy(entry->gid.raw, ctx->info.gids[gid_index], sizeof entry->gid.raw);
+    entry->gid_index = gid_index;
+    entry->port_num = port_num;
+    entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+    entry->ndev_ifindex = 0;
+    return 0;
+}
+
+ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries, uint32_t flags,
+                             size_t entry_size) {
+    if (flags || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
+    if (max_entries < attach::gid_table_size) return -EINVAL;
+    for (uint32_t i = 0; i < attach::gid_table_size; ++i) {
+        auto* entry = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<char*>(entries) + i * entry_size);
+        if (int error = _ibv_query_gid_ex(context, 1, i, entry, 0, sizeof(ibv_gid_entry))) return -error;
+    }
+    return attach::gid_table_size;
+}
+
+// enum ibv_gid_type_sysfs from rdma-core's driver.h: IB/RoCE v1 = 0, RoCE v2 = 1.
+int ibv_query_gid_type(ibv_context*, uint8_t port_num, unsigned int index, int* type) {
+    if (port_num != 1 || index >= attach::gid_table_size) {
+        errno = EINVAL;
+        return -1;
+    }
+    *type = 1;
+    return 0;
+}
+
+int ibv_fork_init(void) {
+    // Registered memory is reached with process_vm_readv/writev and never pinned, so fork()
+    // cannot break it: there is nothing to set up (rdma-core reports this as IBV_FORK_UNNEEDED).
+    return 0;
+}
+
+enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
+
+int ibv_dontfork_range(void*, size_t) { return 0; }
+int ibv_dofork_range(void*, size_t) { return 0; }
+
+// ---- PD and MR -------------------------------------------------------------------------
+
+ibv_pd* ibv_alloc_pd(ibv_context* context) {
+    attach::request request = make_request(attach::op::alloc_pd);
+    attach::reply reply;
+    if (int error = command(context, request, reply)) {
+        errno = error;
+        return nullptr;
+    }
+    auto* pd = new (std::nothrow) rf_pd{};
+    if (!pd) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    pd->pd.context = context;
+    pd->pd.handle = reply.handle;
+    return &pd->pd;
+}
+
+int ibv_dealloc_pd(ibv_pd* pd) {
+    attach::request request = make_request(attach::op::dealloc_pd, pd->handle);
+    attach::reply reply;
+    if (int error = command(pd->context, request, reply)) return error;
+    delete reinterpret_cast<rf_pd*>(pd);
+    return 0;
+}
+
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+    attach::request request = make_request(attach::op::reg_mr);
+    request.reg_mr.pd = pd->handle;
+    request.reg_mr.access = access;
+    request.reg_mr.address = reinterpret_cast<std::uint64_t>(addr);
+    request.reg_mr.length = length;
+    request.reg_mr.iova = iova;
+    attach::reply reply;
+    if (int error = command(pd->context, request, reply)) {
+        errno = error;
+        return nullptr;
+    }
+    auto* mr = new (std::nothrow) rf_mr{};
+    if (!mr) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    mr->mr.context = pd->context;
+    mr->mr.pd = pd;
+    mr->mr.addr = addr;
+    mr->mr.length = length;
+    mr->mr.handle = reply.handle;
+    mr->mr.lkey = reply.reg_mr.lkey;
+    mr->mr.rkey = reply.reg_mr.rkey;
+    return &mr->mr;
+}
+
+ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+    return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<std::uint64_t>(addr), static_cast<unsigned>(access));
+}
+
+ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
+    return ibv_reg_mr_iova2(pd, addr, length, iova, static_cast<unsigned>(access));
+}
+
+int ibv_dereg_mr(ibv_mr* mr) {
+    attach::request request = make_request(attach::op::dereg_mr, mr->handle);
+    attach::reply reply;
+    if (int error = command(mr->context, request, reply)) return error;
+    delete reinterpret_cast<rf_mr*>(mr);
+    return 0;
+}
+
+// ---- completion channels and CQs ---------------------------------------------------------
+
+ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
+    attach::request request = make_request(attach::op::create_comp_channel);
+    attach::reply reply;
+    int fd = -1;
+    if (int error = command(context, request, reply, &fd)) {
+        if (fd >= 0) ::close(fd);
+        errno = error;
+        return nullptr;
+    }
+    if (fd < 0) {
+        errno = EIO;
+        return nullptr;
+    }
+    auto* channel = new (std::nothrow) rf_channel{};
+    if (!channel) {
+        ::close(fd);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    channel->channel.context = context;
+    channel->channel.fd = fd;
+    channel->channel.refcnt = 0;
+    channel->handle = reply.handle;
+    return &channel->channel;
+}
+
+int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
+    if (channel->refcnt) return EBUSY; // CQs still use it, as rdma-core refuses too
+    auto* rf = reinterpret_cast<rf_channel*>(channel);
+    attach::request request = make_request(attach::op::destroy_comp_channel, rf->handle);
+    attach::reply reply;
+    if (int error = command(channel->context, request, reply)) return error;
+    ::close(channel->fd);
+    delete rf;
+    return 0;
+}
+
+ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                      int comp_vector) {
+    if (cqe < 1 || static_cast<std::uint32_t>(cqe) > hw::max_queue_depth || comp_vector < 0 ||
+        comp_vector >= context->num_comp_vectors) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    attach::request request = make_request(attach::op::create_cq);
+    request.create_cq.cqe = static_cast<std::uint32_t>(cqe);
+    request.create_cq.channel = channel ? reinterpret_cast<rf_channel*>(channel)->handle : 0;
+    attach::reply reply;
+    int fd = -1;
+    if (int error = command(context, request, reply, &fd)) {
+        if (fd >= 0) ::close(fd);
+        errno = error;
+        return nullptr;
+    }
+    auto* cq = new (std::nothrow) rf_cq{};
+    const std::size_t length = hw::cq_region_size(reply.create_cq.slots);
+    void* region = fd >= 0 ? map_shared(fd, length) : nullptr;
+    if (!cq || !region) {
+        if (region) ::munmap(region, length);
+        delete cq;
+        attach::request destroy = make_request(attach::op::destroy_cq, reply.handle);
+        command(context, destroy, reply);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    cq->control = static_cast<hw::cq_control*>(region);
+    cq->slots = reinterpret_cast<hw::cqe*>(static_cast<char*>(region) + hw::cq_slots_offset);
+    cq->slot_count = reply.create_cq.slots;
+    cq->map_length = length;
+    cq->cq.context = context;
+    cq->cq.channel = channel;
+    cq->cq.cq_context = cq_context;
+    cq->cq.handle = reply.handle;
+    cq->cq.cqe = cqe;
+    pthread_mutex_init(&cq->cq.mutex, nullptr);
+    pthread_cond_init(&cq->cq.cond, nullptr);
+    if (channel) ++channel->refcnt;
+    rf_context* ctx = context_of(context);
+    std::lock_guard guard(ctx->objects_lock);
+    ctx->cqs[reply.handle] = cq;
+    return &cq->cq;
+}
+
+int ibv_destroy_cq(ibv_cq* ibcq) {
+    rf_cq* cq = cq_of(ibcq);
+    attach::request request = make_request(attach::op::destroy_cq, ibcq->handle);
+    attach::reply reply;
+    if (int error = command(ibcq->context, request, reply)) return error;
+    if (ibcq->channel) --ibcq->channel->refcnt;
+    {
+        rf_context* ctx = context_of(ibcq->context);
+        std::lock_guard guard(ctx->objects_lock);
+        ctx->cqs.erase(ibcq->handle);
+    }
+    ::munmap(cq->control, cq->map_length);
+    delete cq;
+    return 0;
+}
+
+int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+    attach::cq_event_record record;
+    ssize_t got;
+    do {
+        got = ::read(channel->fd, &record, sizeof record);
+    } while (got < 0 && errno == EINTR);
+    if (got != static_cast<ssize_t>(sizeof record)) return -1;
+    rf_context* ctx = context_of(channel->context);
+    std::lock_guard guard(ctx->objects_lock);
+    auto it = ctx->cqs.find(record.cq_handle);
+    if (it == ctx->cqs.end()) {
+        errno = EIO;
+        return -1;
+    }
+    *cq = &it->second->cq;
+    *cq_context = it->second->cq.cq_context;
+    return 0;
+}
+
+void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += nevents;
+    pthread_cond_signal(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+}
+
+// ---- QPs -------------------------------------------------------------------------------
+
+ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
+    if (!init->send_cq || !init->recv_cq) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (init->qp_type != IBV_QPT_RC) {
+        // UC, UD and SRQ arrive with the transport issue; until then the NIC refuses them the
+        // way a device without the capability does.
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    if (init->srq) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    attach::request request = make_request(attach::op::create_qp);
+    request.create_qp.pd = pd->handle;
+    request.create_qp.send_cq = init->send_cq->handle;
+    request.create_qp.recv_cq = init->recv_cq->handle;
+    request.create_qp.qp_type = init->qp_type;
+    request.create_qp.sq_sig_all = init->sq_sig_all;
+    request.create_qp.cap = init->cap;
+    attach::reply reply;
+    int fd = -1;
+    if (int error = command(pd->context, request, reply, &fd)) {
+        if (fd >= 0) ::close(fd);
+        errno = error;
+        return nullptr;
+    }
+    const std::uint32_t send_slots = reply.create_qp.send_slots;
+    const std::uint32_t recv_slots = reply.create_qp.recv_slots;
+    const std::size_t length = hw::qp_region_size(send_slots, recv_slots);
+    auto* qp = new (std::nothrow) rf_qp{};
+    void* region = fd >= 0 ? map_shared(fd, length) : nullptr;
+    if (!qp || !region) {
+        if (region) ::munmap(region, length);
+        delete qp;
+        attach::request destroy = make_request(attach::op::destroy_qp, reply.handle);
+        command(pd->context, destroy, reply);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    qp->control = static_cast<hw::qp_control*>(region);
+    qp->send_slots = reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region) + hw::qp_send_slots_offset);
+    qp->recv_slots = reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region) + hw::qp_recv_slots_offset(send_slots));
+    qp->map_length = length;
+    qp->cap = reply.create_qp.cap;
+    qp->sq_sig_all = init->sq_sig_all != 0;
+    ibv_qp& q = qp->qp;
+    q.context = pd->context;
+    q.qp_context = init->qp_context;
+    q.pd = pd;
+    q.send_cq = init->send_cq;
+    q.recv_cq = init->recv_cq;
+    q.srq = init->srq;
+    q.handle = reply.handle;
+    q.qp_num = reply.create_qp.qp_num;
+    q.state = IBV_QPS_RESET;
+    q.qp_type = init->qp_type;
+    pthread_mutex_init(&q.mutex, nullptr);
+    pthread_cond_init(&q.cond, nullptr);
+    init->cap = qp->cap; // ibv_create_qp reports what the QP really got
+    rf_context* ctx = context_of(pd->context);
+    std::lock_guard guard(ctx->objects_lock);
+    ctx->qps[reply.handle] = qp;
+    return &q;
+}
+
+int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
+    attach::request request = make_request(attach::op::modify_qp, qp->handle);
+    request.modify_qp.attr = *attr;
+    request.modify_qp.mask = attr_mask;
+    attach::reply reply;
+    if (int error = command(qp->context, request, reply)) return error;
+    if (attr_mask & IBV_QP_STATE) qp->state = attr->qp_state;
+    return 0;
+}
+
+int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) {
+    (void)attr_mask; // like rdma-core's providers, every attribute is reported
+    attach::request request = make_request(attach::op::query_qp, qp->handle);
+    attach::reply reply;
+    if (int error = command(qp->context, request, reply)) return error;
+    *attr = reply.query_qp.attr;
+    qp->state = attr->qp_state;
+    if (init_attr) {
+        std::memset(init_attr, 0, sizeof *init_attr);
+        init_attr->qp_context = qp->qp_context;
+        init_attr->send_cq = qp->send_cq;
+        init_attr->recv_cq = qp->recv_cq;
+        init_attr->srq = qp->srq;
+        init_attr->cap = reply.query_qp.cap;
+        init_attr->qp_type = qp->qp_type;
+        init_attr->sq_sig_all = static_cast<int>(reply.query_qp.sq_sig_all);
+    }
+    return 0;
+}
+
+int ibv_destroy_qp(ibv_qp* ibqp) {
+    rf_qp* qp = qp_of(ibqp);
+    attach::request request = make_request(attach::op::destroy_qp, ibqp->handle);
+    attach::reply reply;
+    if (int error = command(ibqp->context, request, reply)) return error;
+    {
+        rf_context* ctx = context_of(ibqp->context);
+        std::lock_guard guard(ctx->objects_lock);
+        ctx->qps.erase(ibqp->handle);
+    }
+    ::munmap(qp->control, qp->map_length);
+    delete qp;
+    return 0;
+}
+
+// ---- async events ----------------------------------------------------------------------
+
+int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
+    attach::async_event_record record;
+    ssize_t got;
+    do {
+        got = ::read(context->async_fd, &record, sizeof record);
+    } while (got < 0 && errno == EINTR);
+    if (got != static_cast<ssize_t>(sizeof record)) return -1;
+    event->event_type = static_cast<ibv_event_type>(record.event_type);
+    rf_context* ctx = context_of(context);
+    std::lock_guard guard(ctx->objects_lock);
+    switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR: {
+        auto it = ctx->cqs.find(record.handle);
+        event->element.cq = it == ctx->cqs.end() ? nullptr : &it->second->cq;
+        break;
+    }
+    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_PORT_ERR:
+    case IBV_EVENT_GID_CHANGE:
+        event->element.port_num = static_cast<int>(record.handle);
+        break;
+    case IBV_EVENT_DEVICE_FATAL:
+        break;
+    default: {
+        auto it = ctx->qps.find(record.handle);
+        event->element.qp = it == ctx->qps.end() ? nullptr : &it->second->qp;
+        break;
+    }
+    }
+    return 0;
+}
+
+void ibv_ack_async_event(ibv_async_event*) {
+    // Events carry no reference the library must drop: objects are only freed by their
+    // destroy verb, which the application calls after acknowledging.
+}
+
+} // extern "C"
+
+namespace {
+
+int query_port_ex(ibv_context* context, uint8_t port_num, ibv_port_attr* port_attr, size_t port_attr_len) {
+    if (port_num != 1) return EINVAL;
+    attach::request request = make_request(attach::op::query_port);
+    attach::reply reply;
+    if (int error = command(context, request, reply)) return error;
+    std::memset(port_attr, 0, port_attr_len);
+    std::memcpy(port_attr, &reply.open_device.device.port, std::min(port_attr_len, sizeof(ibv_port_attr)));
+    return 0;
+}
+
+} // namespace

@@ -1,0 +1,461 @@
+// RC transport between two NICs connected back to back, under virtual time: the layers of a
+// fabric (two NICs and a cable), then hosts (context, PD, MR, CQs), then a connected QP pair.
+// The test plays the verbs library: it writes WQEs into the shared rings and reads CQEs.
+
+#include "dataplane/virtual_time_driver.hpp"
+#include "dataplane/wiring.hpp"
+#include "nic_emu/nic_node.hpp"
+#include "tests/support/eal_environment.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+namespace rocefab::nic {
+namespace {
+
+using rocefab::testing::test_pool;
+
+std::uint32_t v4(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
+    return std::uint32_t(a) << 24 | std::uint32_t(b) << 16 | std::uint32_t(c) << 8 | d;
+}
+
+nic_spec spec_for(const char* host, std::uint8_t index) {
+    nic_spec s;
+    s.host = host;
+    s.name = "rfab0";
+    s.mac.bytes = {0x02, 0x01, 0x00, index, 0x00, 0x01};
+    s.address = wire::ipv6_address::v4_mapped(v4(10, 0, 0, index));
+    s.ip_mtu = 4200;
+    return s;
+}
+
+// The test's side of one host: what a verbs library would hold.
+struct host_side {
+    nic_node* nic = nullptr;
+    std::uint32_t context = 0, pd = 0, send_cq = 0, recv_cq = 0, qp = 0, qpn = 0;
+    hw::cq_control* send_cq_control = nullptr;
+    hw::cqe* send_cqes = nullptr;
+    hw::cq_control* recv_cq_control = nullptr;
+    hw::cqe* recv_cqes = nullptr;
+    hw::qp_control* qp_control = nullptr;
+    hw::send_wqe* sq = nullptr;
+    hw::recv_wqe* rq = nullptr;
+    std::vector<std::uint8_t> memory = std::vector<std::uint8_t>(4 << 20);
+    std::uint32_t mr_handle = 0, lkey = 0, rkey = 0;
+};
+
+struct connection_options {
+    ibv_mtu mtu = IBV_MTU_1024;
+    std::uint8_t rnr_retry = 7;
+    std::uint8_t retry_cnt = 7;
+    std::uint8_t timeout = 14;
+    int access = IBV_ACCESS_REMOTE_WRITE;
+};
+
+class rc_transport : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_NE(test_pool(), nullptr);
+        auto resolver_to = [](const nic_spec& peer) {
+            return [peer](const wire::ipv6_address& gid, wire::mac_address& mac) {
+                if (!(gid == peer.address)) return false;
+                mac = peer.mac;
+                return true;
+            };
+        };
+        const nic_spec s1 = spec_for("h1", 1), s2 = spec_for("h2", 2);
+        _nic1 = std::make_unique<nic_node>(s1, resolver_to(s2));
+        _nic2 = std::make_unique<nic_node>(s2, resolver_to(s1));
+        const node_id a = _wiring.add_node(*_nic1), b = _wiring.add_node(*_nic2);
+        link_model model{};
+        model.speed_bps = 100'000'000'000;
+        model.propagation_delay = microseconds(1);
+        model.mtu = 4200;
+        std::tie(_a_to_b, _b_to_a) = _wiring.connect(a, 0, b, 0, model);
+        _wiring.attach_all(test_pool());
+        _driver = std::make_unique<virtual_time_driver>(_wiring);
+        make_host(h1, *_nic1);
+        make_host(h2, *_nic2);
+    }
+
+    void make_host(host_side& h, nic_node& nic) {
+        h.nic = &nic;
+        h.context = nic.open_context(std::make_unique<local_address_space>(), -1);
+        ASSERT_EQ(nic.alloc_pd(h.context, h.pd), 0);
+        ASSERT_EQ(nic.reg_mr(h.context, h.pd, reinterpret_cast<std::uint64_t>(h.memory.data()), h.memory.size(),
+                             reinterpret_cast<std::uint64_t>(h.memory.data()),
+                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, h.mr_handle, h.lkey, h.rkey),
+                  0);
+        auto make_cq = [&](std::uint32_t& handle, hw::cq_control*& control, hw::cqe*& slots) {
+            shared_region region;
+            int fd;
+            ASSERT_TRUE(shared_region::create("test-cq", hw::cq_region_size(256), region, fd));
+            ::close(fd);
+            control = static_cast<hw::cq_control*>(region.base());
+            slots = reinterpret_cast<hw::cqe*>(static_cast<char*>(region.base()) + hw::cq_slots_offset);
+            ASSERT_EQ(nic.create_cq(h.context, 256, 0, std::move(region), handle), 0);
+        };
+        make_cq(h.send_cq, h.send_cq_control, h.send_cqes);
+        make_cq(h.recv_cq, h.recv_cq_control, h.recv_cqes);
+        ibv_qp_cap cap{};
+        cap.max_send_wr = 64;
+        cap.max_recv_wr = 64;
+        cap.max_send_sge = 4;
+        cap.max_recv_sge = 4;
+        ibv_qp_cap granted;
+        std::uint32_t send_slots, recv_slots;
+        ASSERT_EQ(nic_node::qp_geometry(cap, granted, send_slots, recv_slots), 0);
+        shared_region region;
+        int fd;
+        ASSERT_TRUE(shared_region::create("test-qp", hw::qp_region_size(send_slots, recv_slots), region, fd));
+        ::close(fd);
+        h.qp_control = static_cast<hw::qp_control*>(region.base());
+        h.sq = reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region.base()) + hw::qp_send_slots_offset);
+        h.rq = reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region.base()) + hw::qp_recv_slots_offset(send_slots));
+        nic_node::qp_request request{h.pd, h.send_cq, h.recv_cq, IBV_QPT_RC, false, cap};
+        ASSERT_EQ(nic.create_qp(h.context, request, std::move(region), h.qp, h.qpn, granted), 0);
+    }
+
+    int to_init(host_side& h, int access) {
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_INIT;
+        attr.pkey_index = 0;
+        attr.port_num = 1;
+        attr.qp_access_flags = static_cast<unsigned>(access);
+        return h.nic->modify_qp(h.context, h.qp, attr,
+                                IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, now());
+    }
+
+    int to_rtr(host_side& h, const host_side& peer, const connection_options& o) {
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_RTR;
+        attr.path_mtu = o.mtu;
+        attr.dest_qp_num = peer.qpn;
+        attr.rq_psn = 1000;
+        attr.max_dest_rd_atomic = 1;
+        attr.min_rnr_timer = 1; // 0.01 ms
+        attr.ah_attr.is_global = 1;
+        attr.ah_attr.port_num = 1;
+        attr.ah_attr.grh.hop_limit = 64;
+        attr.ah_attr.grh.sgid_index = 1;
+        std::memcpy(attr.ah_attr.grh.dgid.raw, peer.nic->gid(1).bytes.data(), 16);
+        return h.nic->modify_qp(h.context, h.qp, attr,
+                                IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+                                now());
+    }
+
+    int to_rts(host_side& h, const connection_options& o) {
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_RTS;
+        attr.timeout = o.timeout;
+        attr.retry_cnt = o.retry_cnt;
+        attr.rnr_retry = o.rnr_retry;
+        attr.sq_psn = 1000;
+        attr.max_rd_atomic = 1;
+        return h.nic->modify_qp(h.context, h.qp, attr,
+                                IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                    IBV_QP_MAX_QP_RD_ATOMIC,
+                                now());
+    }
+
+    void connect(const connection_options& o = {}) {
+        ASSERT_EQ(to_init(h1, o.access), 0);
+        ASSERT_EQ(to_init(h2, o.access), 0);
+        ASSERT_EQ(to_rtr(h1, h2, o), 0);
+        ASSERT_EQ(to_rtr(h2, h1, o), 0);
+        ASSERT_EQ(to_rts(h1, o), 0);
+        ASSERT_EQ(to_rts(h2, o), 0);
+    }
+
+    sim_time now() const { return _driver ? _driver->now() : 0; }
+
+    static void post_recv(host_side& h, std::uint64_t wr_id, std::uint64_t offset, std::uint32_t length) {
+        auto& ring = h.qp_control->recv;
+        const std::uint32_t p = ring.producer.load();
+        hw::recv_wqe& w = h.rq[p & (ring.size - 1)];
+        w.wr_id = wr_id;
+        w.num_sge = 1;
+        w.sg_list[0] = {reinterpret_cast<std::uint64_t>(h.memory.data()) + offset, length, h.lkey};
+        ring.producer.store(p + 1, std::memory_order_release);
+    }
+
+    static void post_send(host_side& h, std::uint64_t wr_id, ibv_wr_opcode opcode, std::uint64_t offset,
+                          std::uint32_t length, std::uint64_t remote = 0, std::uint32_t rkey = 0,
+                          std::uint32_t lkey_override = 0, std::uint32_t imm = 0) {
+        auto& ring = h.qp_control->send;
+        const std::uint32_t p = ring.producer.load();
+        hw::send_wqe& w = h.sq[p & (ring.size - 1)];
+        std::memset(&w, 0, sizeof w);
+        w.wr_id = wr_id;
+        w.opcode = static_cast<std::uint8_t>(opcode);
+        w.flags = hw::wqe_flag::signaled;
+        w.num_sge = 1;
+        w.immediate = htobe32(imm);
+        w.sg_list[0] = {reinterpret_cast<std::uint64_t>(h.memory.data()) + offset, length,
+                        lkey_override ? lkey_override : h.lkey};
+        w.remote_address = remote;
+        w.rkey = rkey;
+        ring.producer.store(p + 1, std::memory_order_release);
+    }
+
+    static std::vector<hw::cqe> poll(hw::cq_control* control, hw::cqe* slots) {
+        std::vector<hw::cqe> out;
+        auto& ring = control->ring;
+        std::uint32_t c = ring.consumer.load();
+        const std::uint32_t p = ring.producer.load(std::memory_order_acquire);
+        for (; c != p; ++c) out.push_back(slots[c & (ring.size - 1)]);
+        ring.consumer.store(c, std::memory_order_release);
+        return out;
+    }
+
+    void run_for(sim_time span) { _driver->run_until(_driver->now() + span); }
+
+    wiring _wiring;
+    std::unique_ptr<nic_node> _nic1, _nic2;
+    std::unique_ptr<virtual_time_driver> _driver;
+    link_id _a_to_b{}, _b_to_a{};
+    host_side h1, h2;
+};
+
+void fill_pattern(std::vector<std::uint8_t>& memory, std::size_t offset, std::size_t length, std::uint8_t seed) {
+    for (std::size_t i = 0; i < length; ++i) memory[offset + i] = static_cast<std::uint8_t>(seed + i * 7 + i / 251);
+}
+
+TEST_F(rc_transport, send_of_every_size_arrives_whole_and_completes_on_both_sides) {
+    connect();
+    std::uint64_t wr = 1;
+    for (std::uint32_t size : {0u, 1u, 1023u, 1024u, 1025u, 4096u, 65536u, 1u << 20}) {
+        SCOPED_TRACE(size);
+        fill_pattern(h1.memory, 0, size, static_cast<std::uint8_t>(size));
+        std::fill(h2.memory.begin() + (2 << 20), h2.memory.end(), 0);
+        post_recv(h2, wr, 2 << 20, 2 << 20);
+        post_send(h1, wr, IBV_WR_SEND, 0, size);
+        run_for(milliseconds(1));
+        const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+        const auto recvs = poll(h2.recv_cq_control, h2.recv_cqes);
+        ASSERT_EQ(sends.size(), 1u);
+        ASSERT_EQ(recvs.size(), 1u);
+        EXPECT_EQ(sends[0].status, IBV_WC_SUCCESS);
+        EXPECT_EQ(sends[0].opcode, IBV_WC_SEND);
+        EXPECT_EQ(sends[0].wr_id, wr);
+        EXPECT_EQ(recvs[0].status, IBV_WC_SUCCESS);
+        EXPECT_EQ(recvs[0].opcode, IBV_WC_RECV);
+        EXPECT_EQ(recvs[0].byte_len, size);
+        EXPECT_EQ(recvs[0].src_qp, h1.qpn);
+        EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + size, h2.memory.begin() + (2 << 20)));
+        ++wr;
+    }
+}
+
+TEST_F(rc_transport, a_1_mib_send_takes_the_time_the_link_needs) {
+    connect({.mtu = IBV_MTU_4096});
+    post_recv(h2, 1, 0, 1 << 20);
+    post_send(h1, 1, IBV_WR_SEND, 0, 1 << 20);
+    sim_time done = 0;
+    while (!done && now() < milliseconds(10)) {
+        run_for(microseconds(1));
+        if (!poll(h2.recv_cq_control, h2.recv_cqes).empty()) done = now();
+    }
+    // 256 packets of 4096 B payload + 74 B of headers + 24 B of wire overhead at 100 Gb/s,
+    // plus 1 us of cable: about 85 us. The receive completes when the last packet lands.
+    EXPECT_GT(done, microseconds(84));
+    EXPECT_LT(done, microseconds(90));
+}
+
+TEST_F(rc_transport, rdma_write_lands_in_remote_memory_and_with_immediate_consumes_a_receive) {
+    connect();
+    const std::uint32_t size = 10000;
+    fill_pattern(h1.memory, 0, size, 3);
+    const std::uint64_t remote = reinterpret_cast<std::uint64_t>(h2.memory.data()) + 4096;
+    post_send(h1, 7, IBV_WR_RDMA_WRITE, 0, size, remote, h2.rkey);
+    run_for(milliseconds(1));
+    auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(sends[0].opcode, IBV_WC_RDMA_WRITE);
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + size, h2.memory.begin() + 4096));
+    EXPECT_TRUE(poll(h2.recv_cq_control, h2.recv_cqes).empty()); // a plain WRITE is invisible
+
+    post_recv(h2, 9, 0, 16);
+    post_send(h1, 8, IBV_WR_RDMA_WRITE_WITH_IMM, 0, size, remote, h2.rkey, 0, 0xabcd1234);
+    run_for(milliseconds(1));
+    const auto recvs = poll(h2.recv_cq_control, h2.recv_cqes);
+    ASSERT_EQ(recvs.size(), 1u);
+    EXPECT_EQ(recvs[0].wr_id, 9u);
+    EXPECT_EQ(recvs[0].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+    EXPECT_EQ(recvs[0].wc_flags & IBV_WC_WITH_IMM, unsigned(IBV_WC_WITH_IMM));
+    EXPECT_EQ(be32toh(recvs[0].immediate), 0xabcd1234u);
+    EXPECT_EQ(recvs[0].byte_len, size);
+}
+
+TEST_F(rc_transport, send_without_a_receive_is_retried_after_rnr_naks_until_one_is_posted) {
+    connect({.rnr_retry = 7});
+    post_send(h1, 1, IBV_WR_SEND, 0, 100);
+    run_for(milliseconds(1));
+    EXPECT_TRUE(poll(h1.send_cq_control, h1.send_cqes).empty());
+    EXPECT_GT(h2.nic->counters().rnr_nak_sent, 0u);
+    post_recv(h2, 5, 0, 100);
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(poll(h2.recv_cq_control, h2.recv_cqes).size(), 1u);
+}
+
+TEST_F(rc_transport, rnr_retries_run_out_with_rnr_retry_exceeded_and_the_qp_in_error) {
+    connect({.rnr_retry = 2});
+    post_send(h1, 1, IBV_WR_SEND, 0, 100);
+    post_send(h1, 2, IBV_WR_SEND, 0, 100);
+    run_for(milliseconds(5));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 2u);
+    EXPECT_EQ(sends[0].status, IBV_WC_RNR_RETRY_EXC_ERR);
+    EXPECT_EQ(sends[1].status, IBV_WC_WR_FLUSH_ERR);
+    EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_ERR);
+    EXPECT_EQ(h1.nic->counters().rnr_nak_retry_err, 1u);
+    EXPECT_EQ(h1.nic->counters().rnr_nak_received, 3u); // the first try and two retries
+}
+
+TEST_F(rc_transport, write_with_a_wrong_rkey_is_a_remote_access_error_and_memory_is_untouched) {
+    connect();
+    fill_pattern(h1.memory, 0, 64, 1);
+    const std::uint64_t remote = reinterpret_cast<std::uint64_t>(h2.memory.data());
+    post_send(h1, 1, IBV_WR_RDMA_WRITE, 0, 64, remote, h2.rkey ^ 0x100);
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_REM_ACCESS_ERR);
+    EXPECT_EQ(h2.nic->counters().resp_remote_access_errors, 1u);
+    EXPECT_EQ(h1.nic->counters().req_remote_access_errors, 1u);
+    EXPECT_EQ(h2.nic->find_qp_by_number(h2.qpn)->state, IBV_QPS_ERR);
+    EXPECT_TRUE(std::all_of(h2.memory.begin(), h2.memory.begin() + 64, [](auto b) { return b == 0; }));
+}
+
+TEST_F(rc_transport, write_past_the_end_of_the_region_is_refused) {
+    connect();
+    const std::uint64_t end = reinterpret_cast<std::uint64_t>(h2.memory.data()) + h2.memory.size();
+    post_send(h1, 1, IBV_WR_RDMA_WRITE, 0, 64, end - 32, h2.rkey);
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(rc_transport, write_to_a_qp_without_remote_write_access_is_refused) {
+    connect({.access = 0});
+    post_send(h1, 1, IBV_WR_RDMA_WRITE, 0, 64, reinterpret_cast<std::uint64_t>(h2.memory.data()), h2.rkey);
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(rc_transport, a_bad_lkey_completes_with_local_protection_error) {
+    connect();
+    post_send(h1, 1, IBV_WR_SEND, 0, 64, 0, 0, h1.lkey + 0x100);
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_LOC_PROT_ERR);
+    EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_ERR);
+}
+
+TEST_F(rc_transport, a_cut_cable_exhausts_retries_after_the_transport_timeout) {
+    connect({.retry_cnt = 3, .timeout = 10}); // 4.096 us * 2^10 = 4.19 ms per try
+    _wiring.link_at(_a_to_b).set_up(false);
+    post_send(h1, 1, IBV_WR_SEND, 0, 64);
+    run_for(milliseconds(16));
+    EXPECT_TRUE(poll(h1.send_cq_control, h1.send_cqes).empty()); // 3 retries: not yet
+    run_for(milliseconds(2));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_RETRY_EXC_ERR);
+    EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, 4u);
+}
+
+TEST_F(rc_transport, a_lost_packet_is_resent_after_a_timeout_and_data_arrives_once) {
+    connect({.retry_cnt = 7, .timeout = 8});
+    post_recv(h2, 1, 0, 1 << 20);
+    fill_pattern(h1.memory, 0, 8192, 9);
+    _wiring.link_at(_a_to_b).set_up(false);
+    post_send(h1, 1, IBV_WR_SEND, 0, 8192);
+    run_for(microseconds(5));
+    _wiring.link_at(_a_to_b).set_up(true);
+    run_for(milliseconds(5));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    const auto recvs = poll(h2.recv_cq_control, h2.recv_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_SUCCESS);
+    ASSERT_EQ(recvs.size(), 1u);
+    EXPECT_EQ(recvs[0].byte_len, 8192u);
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 8192, h2.memory.begin()));
+    EXPECT_GT(h1.nic->counters().retransmitted_packets, 0u);
+}
+
+TEST_F(rc_transport, moving_to_error_flushes_posted_receives) {
+    connect();
+    post_recv(h2, 11, 0, 64);
+    post_recv(h2, 12, 64, 64);
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    ASSERT_EQ(h2.nic->modify_qp(h2.context, h2.qp, attr, IBV_QP_STATE, now()), 0);
+    run_for(microseconds(10));
+    const auto recvs = poll(h2.recv_cq_control, h2.recv_cqes);
+    ASSERT_EQ(recvs.size(), 2u);
+    EXPECT_EQ(recvs[0].wr_id, 11u);
+    EXPECT_EQ(recvs[0].status, IBV_WC_WR_FLUSH_ERR);
+    EXPECT_EQ(recvs[1].wr_id, 12u);
+}
+
+TEST_F(rc_transport, modify_qp_enforces_the_iba_transition_table) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    EXPECT_EQ(h1.nic->modify_qp(h1.context, h1.qp, attr, IBV_QP_STATE, 0), EINVAL); // RESET -> RTR
+    attr.qp_state = IBV_QPS_INIT;
+    EXPECT_EQ(h1.nic->modify_qp(h1.context, h1.qp, attr, IBV_QP_STATE | IBV_QP_PORT, 0), EINVAL); // missing attrs
+    attr.port_num = 2;
+    EXPECT_EQ(h1.nic->modify_qp(h1.context, h1.qp, attr,
+                                IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0),
+              EINVAL); // no port 2
+    ASSERT_EQ(to_init(h1, 0), 0);
+    connection_options o;
+    ibv_qp_attr rtr{};
+    rtr.qp_state = IBV_QPS_RTR;
+    rtr.path_mtu = IBV_MTU_1024;
+    EXPECT_EQ(h1.nic->modify_qp(h1.context, h1.qp, rtr, IBV_QP_STATE | IBV_QP_PATH_MTU, 0), EINVAL);
+    EXPECT_EQ(to_rtr(h1, h2, o), 0);
+    EXPECT_EQ(to_rts(h1, o), 0);
+    EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_RTS);
+}
+
+TEST_F(rc_transport, an_address_vector_without_grh_is_rejected_on_roce) {
+    ASSERT_EQ(to_init(h1, 0), 0);
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = IBV_MTU_1024;
+    attr.dest_qp_num = h2.qpn;
+    attr.ah_attr.is_global = 0;
+    attr.ah_attr.dlid = 1;
+    EXPECT_EQ(h1.nic->modify_qp(h1.context, h1.qp, attr,
+                                IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+                                0),
+              EINVAL);
+}
+
+TEST_F(rc_transport, closing_a_context_frees_its_objects) {
+    connect();
+    h1.nic->close_context(h1.context);
+    EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn), nullptr);
+    // Packets for the freed QP are counted and dropped, not trusted.
+    post_send(h2, 1, IBV_WR_SEND, 0, 10);
+    run_for(milliseconds(1));
+    EXPECT_GT(h1.nic->counters().rx_unknown_qp, 0u);
+}
+
+} // namespace
+} // namespace rocefab::nic
