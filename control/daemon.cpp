@@ -1,0 +1,177 @@
+#include "control/daemon.hpp"
+
+#include "control/attach_server.hpp"
+#include "control/fabric.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace rocefab::control {
+
+namespace asio = boost::asio;
+using stream = asio::local::stream_protocol;
+
+namespace {
+
+void tell(int fd, const std::string& line) {
+    if (fd < 0) return;
+    const std::string text = line + "\n";
+    [[maybe_unused]] auto n = ::write(fd, text.data(), text.size());
+    ::close(fd);
+}
+
+class control_server {
+public:
+    control_server(asio::io_context& io, fabric& fab, const std::string& path)
+        : _io(io), _fabric(fab), _acceptor(io) {
+        ::unlink(path.c_str());
+        _acceptor.open(stream());
+        _acceptor.bind(stream::endpoint(path));
+        _acceptor.listen();
+        accept_next();
+    }
+
+private:
+    struct connection : std::enable_shared_from_this<connection> {
+        explicit connection(stream::socket s) : socket(std::move(s)) {}
+        stream::socket socket;
+        asio::streambuf input;
+        std::string output;
+    };
+
+    void accept_next() {
+        _acceptor.async_accept([this](const boost::system::error_code& error, stream::socket socket) {
+            if (error) return;
+            auto c = std::make_shared<connection>(std::move(socket));
+            asio::async_read_until(c->socket, c->input, '\n',
+                                   [this, c](const boost::system::error_code& e, std::size_t) {
+                                       if (!e) answer(c);
+                                   });
+            accept_next();
+        });
+    }
+
+    void answer(const std::shared_ptr<connection>& c) {
+        std::istream in(&c->input);
+        std::string line;
+        std::getline(in, line);
+        nlohmann::json reply;
+        bool shut_down = false;
+        try {
+            const auto request = nlohmann::json::parse(line);
+            const std::string op = request.value("op", "");
+            if (op == "ping") {
+                reply = {{"ok", true}, {"fabric", _fabric.topology().name}, {"pid", ::getpid()}};
+            } else if (op == "topology") {
+                reply = {{"ok", true}, {"topology", nlohmann::json::parse(config::to_json(_fabric.topology()))}};
+            } else if (op == "show") {
+                reply = {{"ok", true}, {"counters", _fabric.counters()}};
+            } else if (op == "down") {
+                reply = {{"ok", true}};
+                shut_down = true;
+            } else {
+                reply = {{"ok", false}, {"error", "unknown op '" + op + "' (ping, topology, show, down)"}};
+            }
+        } catch (const std::exception& e) {
+            reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
+        }
+        c->output = reply.dump() + "\n";
+        asio::async_write(c->socket, asio::buffer(c->output),
+                          [this, c, shut_down](const boost::system::error_code&, std::size_t) {
+                              if (shut_down) _io.stop();
+                          });
+    }
+
+    asio::io_context& _io;
+    fabric& _fabric;
+    stream::acceptor _acceptor;
+};
+
+} // namespace
+
+int run_daemon(config::topology topology, const std::string& runtime_dir, int ready_fd) {
+    std::unique_ptr<fabric> fab;
+    try {
+        fab = std::make_unique<fabric>(std::move(topology));
+        fab->start();
+    } catch (const std::exception& e) {
+        tell(ready_fd, std::string("cannot start the fabric: ") + e.what());
+        return 1;
+    }
+    asio::io_context io;
+    std::unique_ptr<attach_server> attach;
+    std::unique_ptr<control_server> control;
+    try {
+        attach = std::make_unique<attach_server>(io, *fab, runtime_dir + "/" + attach_socket_name);
+        control = std::make_unique<control_server>(io, *fab, runtime_dir + "/" + control_socket_name);
+    } catch (const std::exception& e) {
+        tell(ready_fd, std::string("cannot open the fabric's sockets: ") + e.what());
+        return 1;
+    }
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code&, int) { io.stop(); });
+    {
+        std::ofstream pid(runtime_dir + "/" + pid_file_name);
+        pid << ::getpid() << "\n";
+    }
+    std::cout << "fabric " << fab->topology().name << " up, pid " << ::getpid() << std::endl;
+    tell(ready_fd, "ok");
+    io.run();
+    std::cout << "fabric " << fab->topology().name << " going down" << std::endl;
+    attach.reset();
+    control.reset();
+    fab->stop();
+    fab.reset();
+    ::unlink((runtime_dir + "/" + control_socket_name).c_str());
+    ::unlink((runtime_dir + "/" + pid_file_name).c_str());
+    return 0;
+}
+
+std::optional<nlohmann::json> control_request(const std::string& runtime_dir, const nlohmann::json& request) {
+    const std::string path = runtime_dir + "/" + control_socket_name;
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return std::nullopt;
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (path.size() >= sizeof address.sun_path) {
+        ::close(fd);
+        return std::nullopt;
+    }
+    std::strcpy(address.sun_path, path.c_str());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        return std::nullopt;
+    }
+    const std::string text = request.dump() + "\n";
+    if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+        ::close(fd);
+        return std::nullopt;
+    }
+    std::string reply;
+    char buffer[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n <= 0) break;
+        reply.append(buffer, static_cast<std::size_t>(n));
+        if (!reply.empty() && reply.back() == '\n') break;
+    }
+    ::close(fd);
+    try {
+        return nlohmann::json::parse(reply);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+} // namespace rocefab::control

@@ -1,0 +1,230 @@
+#include "control/fabric.hpp"
+
+#include "dataplane/eal.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace rocefab::control {
+
+namespace {
+
+link_model model_of(const config::link_params& p) {
+    link_model m{};
+    m.speed_bps = p.speed_bps;
+    m.propagation_delay = p.delay;
+    m.mtu = p.mtu;
+    return m;
+}
+
+// The neighbour table a host would build with ARP/ND: a destination on the NIC's own subnet is
+// reached at its own MAC (the switch bridges it); anything else goes to the gateway, the switch
+// port at the other end of the NIC's link, which routes it.
+nic::neighbour_resolver make_resolver(const config::topology& topo, std::size_t host, std::size_t nic_index,
+                                      const std::vector<std::vector<wire::ipv6_address>>& link_locals) {
+    return [&topo, host, nic_index, link_locals](const wire::ipv6_address& dgid, wire::mac_address& mac) {
+        const config::nic_config& self = topo.hosts[host].nics[nic_index];
+        for (std::size_t h = 0; h < topo.hosts.size(); ++h) {
+            for (std::size_t n = 0; n < topo.hosts[h].nics.size(); ++n) {
+                const config::nic_config& other = topo.hosts[h].nics[n];
+                const bool same_subnet = self.address.contains(other.address.address);
+                if (link_locals[h][n] == dgid) {
+                    // Link-local GIDs are not routable: only a neighbour on the same link segment.
+                    if (!same_subnet) return false;
+                    mac = other.mac;
+                    return true;
+                }
+                if (other.address.address == dgid) {
+                    mac = same_subnet ? other.mac : topo.gateway_mac(host, nic_index);
+                    return true;
+                }
+            }
+        }
+        // Unknown address: it may be outside the emulated fabric; hand it to the gateway,
+        // which drops what it cannot route and counts it.
+        if (self.address.contains(dgid)) return false;
+        mac = topo.gateway_mac(host, nic_index);
+        return true;
+    };
+}
+
+switch_emu::switch_spec switch_spec_of(const config::topology& topo, std::size_t index) {
+    const config::switch_config& sw = topo.switches[index];
+    switch_emu::switch_spec spec;
+    spec.name = sw.name;
+    for (const auto& port : sw.ports) {
+        const config::link_params& p = topo.links[port.link_index].params;
+        spec.ports.push_back({port.name, port.mac, p.speed_bps, p.mtu});
+    }
+    for (const auto& r : topo.routes[index]) {
+        switch_emu::route_spec route;
+        route.prefix = r.destination.address;
+        route.length = r.destination.length;
+        route.v6 = r.destination.v6;
+        for (auto p : r.egress_ports) route.ports.push_back(static_cast<std::uint16_t>(p));
+        route.next_hop_macs = r.next_hop_macs;
+        spec.routes.push_back(std::move(route));
+    }
+    // Hosts on a switch port are also reached by bridging (same subnet, no TTL change), as a
+    // Cumulus switch with the hosts' VLAN on an SVI does.
+    for (std::size_t p = 0; p < sw.ports.size(); ++p) {
+        const config::endpoint& peer = topo.peer_of({config::endpoint::switch_port, index, p});
+        if (peer.kind == config::endpoint::host_nic)
+            spec.neighbours.push_back({topo.hosts[peer.node].nics[peer.port].mac, static_cast<std::uint16_t>(p)});
+    }
+    spec.ecmp_seed = static_cast<std::uint32_t>(index * 0x9e3779b1u);
+    return spec;
+}
+
+} // namespace
+
+std::string runtime_root() {
+    if (const char* dir = std::getenv("ROCEFAB_RUNTIME_DIR"); dir && *dir) return dir;
+    if (::geteuid() == 0) return "/run/rocefab";
+    if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg) return std::string(xdg) + "/rocefab";
+    return "/tmp/rocefab-" + std::to_string(::geteuid());
+}
+
+std::string runtime_directory(const std::string& name) { return runtime_root() + "/" + name; }
+
+fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
+    std::string error;
+    eal_options options;
+    options.file_prefix = "rocefab-" + _topology.name + "-" + std::to_string(::getpid());
+    if (!start_eal(options, error)) throw std::runtime_error(error);
+    // Two frames a link direction in flight plus what queues hold; 16k buffers of 9 KiB take
+    // about 150 MB of ordinary memory (no hugepages).
+    _pool = create_packet_pool("rocefab_pool", 16383, error);
+    if (!_pool) throw std::runtime_error(error);
+
+    std::vector<std::vector<wire::ipv6_address>> link_locals(_topology.hosts.size());
+    std::vector<node_id> switch_ids, host_base;
+    for (std::size_t s = 0; s < _topology.switches.size(); ++s) {
+        _switches.push_back(std::make_unique<switch_emu::switch_node>(switch_spec_of(_topology, s)));
+        switch_ids.push_back(_wiring.add_node(*_switches.back()));
+    }
+    std::vector<std::vector<node_id>> nic_ids(_topology.hosts.size());
+    _nics.resize(_topology.hosts.size());
+    for (std::size_t h = 0; h < _topology.hosts.size(); ++h) {
+        for (const auto& n : _topology.hosts[h].nics) {
+            (void)n;
+            link_locals[h].emplace_back();
+        }
+    }
+    for (std::size_t h = 0; h < _topology.hosts.size(); ++h) {
+        const config::host_config& host = _topology.hosts[h];
+        for (std::size_t n = 0; n < host.nics.size(); ++n) {
+            const config::nic_config& nic = host.nics[n];
+            nic::nic_spec spec;
+            spec.host = host.name;
+            spec.name = nic.name;
+            spec.mac = nic.mac;
+            spec.address = nic.address.address;
+            const config::link_params& p = _topology.links[nic.link_index].params;
+            spec.speed_bps = p.speed_bps;
+            spec.ip_mtu = p.mtu;
+            // The resolver needs every NIC's link-local GID; they are filled in below, before
+            // any QP can ask.
+            _nics[h].push_back(std::make_unique<nic::nic_node>(spec, nic::neighbour_resolver{}));
+            link_locals[h][n] = _nics[h].back()->gid(0);
+            nic_ids[h].push_back(_wiring.add_node(*_nics[h].back()));
+        }
+    }
+    for (std::size_t h = 0; h < _topology.hosts.size(); ++h)
+        for (std::size_t n = 0; n < _nics[h].size(); ++n)
+            _nics[h][n]->set_resolver(make_resolver(_topology, h, n, link_locals));
+
+    auto id_of = [&](const config::endpoint& e) {
+        return e.kind == config::endpoint::host_nic ? std::pair{nic_ids[e.node][e.port], std::uint16_t(0)}
+                                                    : std::pair{switch_ids[e.node], std::uint16_t(e.port)};
+    };
+    for (const auto& l : _topology.links) {
+        auto [a, pa] = id_of(l.a);
+        auto [b, pb] = id_of(l.b);
+        _wiring.connect(a, pa, b, pb, model_of(l.params));
+    }
+    _wiring.attach_all(_pool);
+    _driver = std::make_unique<realtime_driver>(_wiring);
+}
+
+fabric::~fabric() {
+    stop();
+    // Nodes hold mbufs in their queues; the pool itself lives as long as the EAL.
+}
+
+void fabric::start() {
+    _stop = false;
+    _thread = std::thread([this] { _driver->run(_stop); });
+}
+
+void fabric::stop() {
+    if (!_thread.joinable()) return;
+    _stop = true;
+    _driver->mail().wake();
+    _thread.join();
+}
+
+nic::nic_node* fabric::find_nic(const std::string& host, const std::string& nic_name) {
+    for (std::size_t h = 0; h < _topology.hosts.size(); ++h) {
+        if (_topology.hosts[h].name != host) continue;
+        for (auto& n : _nics[h])
+            if (n->spec().name == nic_name) return n.get();
+    }
+    return nullptr;
+}
+
+std::vector<nic::nic_node*> fabric::nics_of(const std::string& host) {
+    std::vector<nic::nic_node*> out;
+    for (std::size_t h = 0; h < _topology.hosts.size(); ++h)
+        if (_topology.hosts[h].name == host)
+            for (auto& n : _nics[h]) out.push_back(n.get());
+    return out;
+}
+
+nlohmann::json fabric::counters() {
+    auto read = [this] {
+        nlohmann::json out;
+        out["fabric"] = _topology.name;
+        nlohmann::json switches = nlohmann::json::array();
+        for (const auto& sw : _switches) {
+            nlohmann::json ports = nlohmann::json::array();
+            for (std::uint16_t p = 0; p < sw->port_count(); ++p) {
+                nlohmann::json port;
+                port["port"] = sw->spec().ports[p].name;
+                sw->for_each_counter(p, [&](std::string_view name, std::uint64_t value) {
+                    port[std::string(name)] = value;
+                });
+                ports.push_back(std::move(port));
+            }
+            switches.push_back({{"name", sw->name()}, {"ports", std::move(ports)}});
+        }
+        out["switches"] = std::move(switches);
+        nlohmann::json nics = nlohmann::json::array();
+        for (std::size_t h = 0; h < _nics.size(); ++h) {
+            for (const auto& n : _nics[h]) {
+                nlohmann::json c;
+                n->counters().for_each([&](const char* name, std::uint64_t value) { c[name] = value; });
+                nics.push_back({{"host", n->spec().host}, {"nic", n->spec().name}, {"counters", std::move(c)}});
+            }
+        }
+        out["nics"] = std::move(nics);
+        nlohmann::json links = nlohmann::json::array();
+        for (std::size_t l = 0; l < _wiring.link_count(); ++l) {
+            const link& k = _wiring.link_at(l);
+            const link_counters c = k.counters();
+            links.push_back({{"link", k.name()},
+                             {"tx_frames", c.tx_frames},
+                             {"tx_bytes", c.tx_bytes},
+                             {"drops_link_down", c.drops_link_down},
+                             {"drops_mtu", c.drops_mtu},
+                             {"drops_queue_full", c.drops_queue_full}});
+        }
+        out["links"] = std::move(links);
+        return out;
+    };
+    if (_thread.joinable()) return _driver->mail().call(read);
+    return read();
+}
+
+} // namespace rocefab::control

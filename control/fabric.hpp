@@ -1,0 +1,57 @@
+// A running fabric: the nodes a topology describes (switches and NICs), the links between them,
+// and the realtime driver that runs them on a data-plane thread. The control plane talks to the
+// nodes only through the driver's mailbox.
+#pragma once
+
+#include "control/config/topology.hpp"
+#include "dataplane/realtime_driver.hpp"
+#include "dataplane/wiring.hpp"
+#include "nic_emu/nic_node.hpp"
+#include "switch_emu/switch_node.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rocefab::control {
+
+class fabric {
+public:
+    // Builds every node and link; throws std::runtime_error with a readable reason (EAL or
+    // mempool failure, a switch spec the switch refuses).
+    explicit fabric(config::topology topology);
+    ~fabric();
+
+    void start(); // the data-plane thread
+    void stop();
+
+    const config::topology& topology() const { return _topology; }
+    realtime_driver& driver() { return *_driver; }
+
+    // The NIC `nic_name` of host `host`, or nullptr.
+    nic::nic_node* find_nic(const std::string& host, const std::string& nic_name);
+    std::vector<nic::nic_node*> nics_of(const std::string& host);
+
+    // Every counter of every switch port, NIC and link, read on the data-plane thread.
+    nlohmann::json counters();
+
+private:
+    config::topology _topology;
+    rte_mempool* _pool = nullptr;
+    wiring _wiring;
+    std::vector<std::unique_ptr<switch_emu::switch_node>> _switches;
+    std::vector<std::vector<std::unique_ptr<nic::nic_node>>> _nics; // [host][nic]
+    std::unique_ptr<realtime_driver> _driver;
+    std::atomic<bool> _stop{false};
+    std::thread _thread;
+};
+
+// Where a fabric called `name` keeps its sockets, pid and log.
+std::string runtime_directory(const std::string& name);
+std::string runtime_root();
+
+} // namespace rocefab::control

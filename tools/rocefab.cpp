@@ -1,0 +1,272 @@
+// rocefab: start and stop fabrics, run programs on their emulated hosts, read their counters.
+//
+//   rocefab up [CONFIG] [--name NAME]      start a fabric in the background
+//   rocefab down [--fabric NAME]           stop it
+//   rocefab run [--fabric NAME] --host H -- PROGRAM ARGS...
+//   rocefab show [--fabric NAME] [--json]  counters
+//   rocefab list                           running fabrics
+
+#include "control/config/topology.hpp"
+#include "control/daemon.hpp"
+#include "control/fabric.hpp"
+#include "nic_emu/attach_protocol.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fcntl.h>
+#include <iostream>
+#include <poll.h>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace rocefab;
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& message, int status = 1) {
+    std::cerr << "rocefab: " << message << "\n";
+    std::exit(status);
+}
+
+fs::path executable_directory() {
+    std::error_code error;
+    const fs::path self = fs::read_symlink("/proc/self/exe", error);
+    return error ? fs::current_path() : self.parent_path();
+}
+
+// The source tree the binary was built from: build/rocefab sits in build/ under it.
+fs::path project_directory() { return executable_directory().parent_path(); }
+
+std::vector<std::string> running_fabrics() {
+    std::vector<std::string> names;
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(control::runtime_root(), error)) {
+        if (!entry.is_directory()) continue;
+        const std::string name = entry.path().filename();
+        if (control::control_request(entry.path().string(), {{"op", "ping"}})) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+    return out;
+}
+
+// The fabric a command is about: the one named, or the only one running.
+std::string choose_fabric(const std::string& requested) {
+    if (!requested.empty()) {
+        if (!control::control_request(control::runtime_directory(requested), {{"op", "ping"}}))
+            fail("fabric '" + requested + "' is not running (start it with: rocefab up CONFIG --name " + requested + ")");
+        return requested;
+    }
+    const auto names = running_fabrics();
+    if (names.empty()) fail("no fabric is running (start one with: rocefab up [CONFIG])");
+    if (names.size() > 1) fail("several fabrics are running (" + join(names) + "): choose one with --fabric NAME");
+    return names.front();
+}
+
+json request_or_fail(const std::string& fabric, const json& request) {
+    auto reply = control::control_request(control::runtime_directory(fabric), request);
+    if (!reply) fail("fabric '" + fabric + "' does not answer");
+    if (!reply->value("ok", false)) fail(reply->value("error", std::string("request failed")));
+    return *reply;
+}
+
+int command_up(const std::string& config_path, const std::string& name_option) {
+    config::topology topology;
+    config::config_error error;
+    if (!config::load_topology(config_path, topology, error)) fail(error.to_string(), 2);
+    if (!name_option.empty()) topology.name = name_option;
+    const std::string dir = control::runtime_directory(topology.name);
+    if (control::control_request(dir, {{"op", "ping"}})) fail("fabric '" + topology.name + "' is already up");
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) fail("cannot create " + dir + ": " + ec.message());
+
+    int ready[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0) fail(std::string("pipe: ") + std::strerror(errno));
+    const pid_t child = ::fork();
+    if (child < 0) fail(std::string("fork: ") + std::strerror(errno));
+    if (child == 0) {
+        ::close(ready[0]);
+        ::setsid();
+        const int null = ::open("/dev/null", O_RDONLY);
+        const int log = ::open((dir + "/" + control::log_file_name).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (null >= 0) ::dup2(null, 0);
+        if (log >= 0) {
+            ::dup2(log, 1);
+            ::dup2(log, 2);
+        }
+        std::signal(SIGHUP, SIG_IGN);
+        ::_exit(control::run_daemon(std::move(topology), dir, ready[1]));
+    }
+    ::close(ready[1]);
+    std::string line;
+    char c;
+    pollfd p{ready[0], POLLIN, 0};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (::poll(&p, 1, 200) > 0) {
+            const ssize_t n = ::read(ready[0], &c, 1);
+            if (n <= 0 || c == '\n') break;
+            line += c;
+        }
+    }
+    ::close(ready[0]);
+    if (line != "ok") {
+        int status;
+        ::waitpid(child, &status, WNOHANG);
+        fail(line.empty() ? "the fabric daemon did not start; see " + dir + "/" + control::log_file_name : line);
+    }
+    std::vector<std::string> hosts;
+    for (const auto& h : topology.hosts) hosts.push_back(h.name);
+    std::cout << "fabric " << topology.name << " is up: " << topology.hosts.size() << " hosts (" << join(hosts)
+              << "), " << topology.switches.size() << " switch" << (topology.switches.size() == 1 ? "" : "es")
+              << ", " << topology.links.size() << " links\n"
+              << "  run programs with: rocefab run --host " << (hosts.empty() ? "H" : hosts.front())
+              << " -- PROGRAM ARGS...\n";
+    return 0;
+}
+
+int command_down(const std::string& fabric_option) {
+    const std::string fabric = choose_fabric(fabric_option);
+    const auto ping = request_or_fail(fabric, {{"op", "ping"}});
+    const pid_t pid = ping.value("pid", 0);
+    request_or_fail(fabric, {{"op", "down"}});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (pid > 0 && ::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+        ::waitpid(pid, nullptr, WNOHANG);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (pid > 0 && ::kill(pid, 0) == 0) fail("fabric '" + fabric + "' did not stop within 20 s (pid " + std::to_string(pid) + ")");
+    std::cout << "fabric " << fabric << " is down\n";
+    return 0;
+}
+
+fs::path verbs_library_directory() {
+    if (const char* dir = std::getenv("ROCEFAB_LIBDIR"); dir && *dir) return dir;
+    return executable_directory() / "nic_emu" / "verbs";
+}
+
+int command_run(const std::string& fabric_option, const std::string& host, std::vector<std::string> program) {
+    if (program.empty()) fail("run needs a program: rocefab run --host H -- PROGRAM ARGS...");
+    const std::string fabric = choose_fabric(fabric_option);
+    const auto topo = request_or_fail(fabric, {{"op", "topology"}})["topology"];
+    std::vector<std::string> hosts;
+    bool found = false;
+    for (const auto& h : topo["hosts"]) {
+        hosts.push_back(h["name"]);
+        found |= h["name"] == host;
+    }
+    if (!found) fail("fabric " + fabric + " has no host '" + host + "' (hosts: " + join(hosts) + ")");
+    const fs::path libdir = verbs_library_directory();
+    if (!fs::exists(libdir / "libibverbs.so.1")) fail("the verbs library is missing from " + libdir.string() + " (build it, or set ROCEFAB_LIBDIR)");
+    const std::string socket = control::runtime_directory(fabric) + "/" + control::attach_socket_name;
+    ::setenv(attach::socket_env, socket.c_str(), 1);
+    ::setenv(attach::host_env, host.c_str(), 1);
+    std::string path = libdir.string();
+    if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) path += std::string(":") + old;
+    ::setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+    std::vector<char*> argv;
+    for (auto& a : program) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    fail("cannot run " + program.front() + ": " + std::strerror(errno), 127);
+}
+
+void print_counters(const json& counters) {
+    std::printf("fabric %s\n", counters.value("fabric", std::string()).c_str());
+    for (const auto& sw : counters["switches"]) {
+        std::printf("\nswitch %s (nonzero counters)\n", sw["name"].get<std::string>().c_str());
+        std::printf("  %-8s %-28s %16s\n", "port", "counter", "value");
+        for (const auto& port : sw["ports"]) {
+            for (const auto& [key, value] : port.items()) {
+                if (key == "port" || !value.is_number() || value.get<std::uint64_t>() == 0) continue;
+                std::printf("  %-8s %-28s %16llu\n", port["port"].get<std::string>().c_str(), key.c_str(),
+                            static_cast<unsigned long long>(value.get<std::uint64_t>()));
+            }
+        }
+    }
+    for (const auto& nic : counters["nics"]) {
+        std::printf("\nnic %s/%s (nonzero counters)\n", nic["host"].get<std::string>().c_str(),
+                    nic["nic"].get<std::string>().c_str());
+        for (const auto& [key, value] : nic["counters"].items())
+            if (value.get<std::uint64_t>())
+                std::printf("  %-30s %16llu\n", key.c_str(), static_cast<unsigned long long>(value.get<std::uint64_t>()));
+    }
+    std::printf("\nlinks\n  %-24s %12s %16s %10s\n", "link", "tx_frames", "tx_bytes", "drops");
+    for (const auto& l : counters["links"]) {
+        const std::uint64_t drops = l["drops_link_down"].get<std::uint64_t>() + l["drops_mtu"].get<std::uint64_t>() +
+                                    l["drops_queue_full"].get<std::uint64_t>();
+        std::printf("  %-24s %12llu %16llu %10llu\n", l["link"].get<std::string>().c_str(),
+                    static_cast<unsigned long long>(l["tx_frames"].get<std::uint64_t>()),
+                    static_cast<unsigned long long>(l["tx_bytes"].get<std::uint64_t>()),
+                    static_cast<unsigned long long>(drops));
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"rocefab: a software RoCEv2 fabric (switch, NIC and verbs) for unmodified RDMA programs"};
+    app.require_subcommand(1);
+
+    std::string config_path = (project_directory() / "configs" / "two-hosts.yaml").string();
+    std::string name;
+    auto* up = app.add_subcommand("up", "start a fabric in the background and return when it is ready");
+    up->add_option("config", config_path, "topology file (default: configs/two-hosts.yaml)");
+    up->add_option("--name", name, "fabric name (default: the config's `fabric:`, else its file name)");
+
+    std::string fabric;
+    auto* down = app.add_subcommand("down", "stop a fabric");
+    down->add_option("--fabric,--name", fabric, "which fabric (default: the only one running)");
+
+    std::string host;
+    std::vector<std::string> program;
+    auto* run = app.add_subcommand("run", "run an unmodified program on an emulated host");
+    run->add_option("--fabric", fabric, "which fabric (default: the only one running)");
+    run->add_option("--host", host, "the emulated host, e.g. h1")->required();
+    run->add_option("program", program, "-- PROGRAM ARGS...")->required();
+    run->prefix_command(false);
+
+    bool as_json = false;
+    auto* show = app.add_subcommand("show", "print switch, NIC and link counters");
+    show->add_option("--fabric", fabric, "which fabric (default: the only one running)");
+    show->add_flag("--json", as_json, "JSON for scripts");
+
+    auto* list = app.add_subcommand("list", "list running fabrics");
+
+    CLI11_PARSE(app, argc, argv);
+
+    if (*up) return command_up(config_path, name);
+    if (*down) return command_down(fabric);
+    if (*run) return command_run(fabric, host, program);
+    if (*show) {
+        const auto reply = request_or_fail(choose_fabric(fabric), {{"op", "show"}});
+        if (as_json)
+            std::cout << reply["counters"].dump(2) << "\n";
+        else
+            print_counters(reply["counters"]);
+        return 0;
+    }
+    if (*list) {
+        for (const auto& f : running_fabrics()) std::cout << f << "\n";
+        return 0;
+    }
+    return 0;
+}
