@@ -227,6 +227,10 @@ private:
         case op::destroy_qp:
             reply.status = on_nic([&] { return nic->destroy_qp(ctx, request.handle); });
             return;
+        case op::map_doorbell:
+            pass_fd = ::dup(_fabric.doorbell_fd());
+            if (pass_fd < 0) reply.status = errno;
+            return;
         default:
             reply.status = EOPNOTSUPP;
             return;

@@ -2,7 +2,10 @@
 
 #include "dataplane/eal.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <new>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -146,10 +149,15 @@ fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
     }
     _wiring.attach_all(_pool);
     _driver = std::make_unique<realtime_driver>(_wiring);
+    if (!nic::shared_region::create("rocefab-doorbell", 4096, _doorbell_page, _doorbell_fd))
+        throw std::runtime_error(std::string("cannot create the doorbell page: ") + std::strerror(errno));
+    _driver->mail().use_doorbell(new (_doorbell_page.base()) doorbell);
 }
 
 fabric::~fabric() {
     stop();
+    _driver->mail().use_doorbell(nullptr);
+    if (_doorbell_fd >= 0) ::close(_doorbell_fd);
     // Nodes hold mbufs in their queues; the pool itself lives as long as the EAL.
 }
 

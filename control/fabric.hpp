@@ -36,6 +36,9 @@ public:
     nic::nic_node* find_nic(const std::string& host, const std::string& nic_name);
     std::vector<nic::nic_node*> nics_of(const std::string& host);
 
+    // A descriptor of the shared page holding the data plane's doorbell, for programs to map.
+    int doorbell_fd() const { return _doorbell_fd; }
+
     // Every counter of every switch port, NIC and link, read on the data-plane thread.
     nlohmann::json counters();
 
@@ -46,6 +49,8 @@ private:
     std::vector<std::unique_ptr<switch_emu::switch_node>> _switches;
     std::vector<std::vector<std::unique_ptr<nic::nic_node>>> _nics; // [host][nic]
     std::unique_ptr<realtime_driver> _driver;
+    nic::shared_region _doorbell_page;
+    int _doorbell_fd = -1;
     std::atomic<bool> _stop{false};
     std::thread _thread;
 };

@@ -12,7 +12,7 @@ bool start_eal(const eal_options& options, std::string& error) {
     static std::string first_error;
     std::call_once(once, [&] {
         std::vector<std::string> args = {"rocefab", "--file-prefix=" + options.file_prefix, "--no-pci",
-                                         "--log-level=lib.eal:error", "--log-level=lib.*:warning", "-l", "0"};
+                                         "--no-telemetry", "--log-level=lib.eal:error", "--log-level=lib.*:warning", "-l", "0"};
         if (!options.use_hugepages) {
             // --no-huge implies legacy memory mode, which DPDK 22.11 refuses to combine with
             // --in-memory; --no-shconf gives the same "no files left behind" without it.

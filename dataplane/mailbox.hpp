@@ -4,9 +4,10 @@
 // flag per loop iteration and takes the lock only when something was posted.
 #pragma once
 
+#include "dataplane/doorbell.hpp"
+
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -29,7 +30,7 @@ public:
             _queue.push_back(std::move(fn));
             _pending.store(true, std::memory_order_release);
         }
-        _wakeup.notify_one();
+        _doorbell->wake();
     }
 
     // Any thread but the data plane's own (it would wait for itself): runs `fn` on the data
@@ -59,12 +60,14 @@ public:
 
     // Any thread: cuts the data plane's idle sleep short (to see a stop flag sooner).
     void wake() {
-        {
-            std::lock_guard lock(_mutex);
-            _woken = true;
-        }
-        _wakeup.notify_one();
+        _woken.store(true, std::memory_order_seq_cst);
+        _doorbell->wake();
     }
+
+    // The word the data plane sleeps on; by default the mailbox's own. A fabric points it at a
+    // page shared with its programs, so that their doorbells wake the data plane too.
+    void use_doorbell(doorbell* shared) { _doorbell = shared ? shared : &_own_doorbell; }
+    doorbell& bell() { return *_doorbell; }
 
     // Data plane thread, every iteration: lock-free when nothing is pending.
     bool has_pending() const { return _pending.load(std::memory_order_acquire); }
@@ -89,21 +92,38 @@ public:
         return !batch.empty();
     }
 
-    // Data plane thread, when idle: sleeps up to `max`, less if something is posted or wake()
-    // is called (also if that happened since the last wait).
+    // Data plane thread, when idle: sleeps up to `max`, less if something is posted, wake() is
+    // called or the doorbell rings (also if that happened since the last wait).
     void wait(std::chrono::nanoseconds max) {
-        std::unique_lock lock(_mutex);
-        _wakeup.wait_for(lock, max, [&] { return _woken || !_queue.empty(); });
-        _woken = false;
+        const std::uint32_t ticket = _doorbell->prepare_to_sleep();
+        if (_woken.exchange(false) || has_pending()) {
+            _doorbell->cancel_sleep();
+            return;
+        }
+        _doorbell->sleep(ticket, max.count());
+        _woken.store(false, std::memory_order_relaxed);
+    }
+
+    // The same in two steps, so the caller can look for work between announcing the sleep and
+    // sleeping (see doorbell.hpp).
+    std::uint32_t prepare_to_sleep() { return _doorbell->prepare_to_sleep(); }
+    void cancel_sleep() { _doorbell->cancel_sleep(); }
+    void sleep(std::uint32_t ticket, std::chrono::nanoseconds max) {
+        if (_woken.exchange(false) || has_pending()) {
+            _doorbell->cancel_sleep();
+            return;
+        }
+        _doorbell->sleep(ticket, max.count());
     }
 
     std::uint64_t failed_closures() const { return _failed.load(std::memory_order_relaxed); }
 
 private:
     std::mutex _mutex;
-    std::condition_variable _wakeup;
     std::deque<std::function<void()>> _queue;
-    bool _woken = false;
+    std::atomic<bool> _woken{false};
+    doorbell _own_doorbell;
+    doorbell* _doorbell = &_own_doorbell;
     std::atomic<bool> _pending{false};
     std::atomic<std::uint64_t> _failed{0};
 };

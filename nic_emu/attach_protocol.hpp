@@ -39,6 +39,7 @@ enum class op : std::uint32_t {
     modify_qp,
     query_qp,
     destroy_qp,
+    map_doorbell, // the page holding the data plane's doorbell (dataplane/doorbell.hpp)
 };
 
 struct device_info {

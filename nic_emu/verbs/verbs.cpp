@@ -6,6 +6,7 @@
 // Return conventions follow rdma-core 44: int verbs return 0 or an errno value; constructors
 // return NULL with errno set; ibv_query_gid/ibv_query_pkey return -1 on failure.
 
+#include "dataplane/doorbell.hpp"
 #include "nic_emu/attach_protocol.hpp"
 #include "nic_emu/hw_abi.hpp"
 #include "nic_emu/verbs/command_channel.hpp"
@@ -27,6 +28,7 @@
 #include <mutex>
 #include <new>
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -70,6 +72,7 @@ struct rf_cq {
     std::uint32_t slot_count = 0;
     std::size_t map_length = 0;
     std::mutex poll_lock; // ibv_poll_cq may be called from several threads
+    unsigned empty_polls = 0;
 };
 
 struct rf_qp {
@@ -91,6 +94,7 @@ struct rf_context {
     std::mutex objects_lock;
     std::map<std::uint32_t, rf_cq*> cqs; // for completion and async events
     std::map<std::uint32_t, rf_qp*> qps;
+    doorbell* bell = nullptr; // the data plane's, in a page shared with the daemon
 };
 
 // rf_context holds a mutex and a map, so it is not standard-layout; `verbs` is its first member
@@ -203,6 +207,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         ring.producer.store(producer, std::memory_order_release); // the doorbell
     }
     if (error) *bad_wr = wr;
+    context_of(ibqp->context)->bell->ring();
     return error;
 }
 
@@ -235,8 +240,11 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         ring.producer.store(producer, std::memory_order_release);
     }
     if (error) *bad_wr = wr;
+    context_of(ibqp->context)->bell->ring();
     return error;
 }
+
+constexpr unsigned empty_polls_before_yield = 4;
 
 int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
     rf_cq* cq = cq_of(ibcq);
@@ -263,6 +271,13 @@ int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
         out.dlid_path_bits = e.dlid_path_bits;
     }
     ring.consumer.store(consumer, std::memory_order_release);
+    if (n == 0 && cq->empty_polls++ >= empty_polls_before_yield) {
+        // The "hardware" is a process too. A program that busy-polls an empty CQ on a machine
+        // with fewer cores than busy threads would otherwise hold the core the NIC needs to
+        // produce the completion it waits for.
+        cq->empty_polls = 0;
+        sched_yield();
+    }
     return n;
 }
 
@@ -378,6 +393,18 @@ ibv_context* ibv_open_device(ibv_device* device) {
         errno = error;
         return nullptr;
     }
+    {
+        attach::request request = make_request(attach::op::map_doorbell);
+        attach::reply mapped;
+        int fd = -1;
+        if (ctx->channel.call(request, mapped, &fd) != 0 || mapped.status || fd < 0 ||
+            !(ctx->bell = static_cast<doorbell*>(map_shared(fd, 4096)))) {
+            if (async_fd >= 0) ::close(async_fd);
+            delete ctx;
+            errno = EIO;
+            return nullptr;
+        }
+    }
     // The NIC reaches registered memory with process_vm_readv/writev, as a device uses DMA.
     // Under Yama's ptrace_scope=1 a non-root daemon needs this process's permission.
     if (ctx->channel.daemon_pid() > 0) ::prctl(PR_SET_PTRACER, ctx->channel.daemon_pid(), 0, 0, 0);
@@ -404,6 +431,7 @@ int ibv_close_device(ibv_context* context) {
     // Closing the command channel is the daemon's signal to free everything the context
     // still holds, as closing /dev/infiniband/uverbsN is the kernel's.
     if (context->async_fd >= 0) ::close(context->async_fd);
+    ::munmap(ctx->bell, 4096);
     delete ctx;
     return 0;
 }
