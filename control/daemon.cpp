@@ -21,6 +21,7 @@ namespace rocefab::control {
 
 namespace asio = boost::asio;
 using stream = asio::local::stream_protocol;
+using nlohmann::json;
 
 namespace {
 
@@ -77,11 +78,21 @@ private:
                 reply = {{"ok", true}, {"topology", nlohmann::json::parse(config::to_json(_fabric.topology()))}};
             } else if (op == "show") {
                 reply = {{"ok", true}, {"counters", _fabric.counters()}};
+            } else if (op == "capture") {
+                const std::string endpoint = request.value("endpoint", "");
+                if (request.value("stop", false)) {
+                    const auto frames = _fabric.stop_capture(endpoint);
+                    reply = frames < 0 ? json{{"ok", false}, {"error", "no capture running on '" + endpoint + "'"}}
+                                       : json{{"ok", true}, {"frames", frames}};
+                } else {
+                    const std::string error = _fabric.start_capture(endpoint, request.value("file", ""));
+                    reply = error.empty() ? json{{"ok", true}} : json{{"ok", false}, {"error", error}};
+                }
             } else if (op == "down") {
                 reply = {{"ok", true}};
                 shut_down = true;
             } else {
-                reply = {{"ok", false}, {"error", "unknown op '" + op + "' (ping, topology, show, down)"}};
+                reply = {{"ok", false}, {"error", "unknown op '" + op + "' (ping, topology, show, capture, down)"}};
             }
         } catch (const std::exception& e) {
             reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};

@@ -145,7 +145,7 @@ fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
     for (const auto& l : _topology.links) {
         auto [a, pa] = id_of(l.a);
         auto [b, pb] = id_of(l.b);
-        _wiring.connect(a, pa, b, pb, model_of(l.params));
+        _cables.push_back(_wiring.connect(a, pa, b, pb, model_of(l.params)));
     }
     _wiring.attach_all(_pool);
     _driver = std::make_unique<realtime_driver>(_wiring);
@@ -156,13 +156,74 @@ fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
 
 fabric::~fabric() {
     stop();
+    while (!_captures.empty()) stop_capture(_captures.begin()->first);
     _driver->mail().use_doorbell(nullptr);
     if (_doorbell_fd >= 0) ::close(_doorbell_fd);
     // Nodes hold mbufs in their queues; the pool itself lives as long as the EAL.
 }
 
+struct fabric::capture final : frame_tap {
+    pcap_writer file;
+    std::int64_t epoch_ns = 0;
+    std::vector<link*> links;
+    void on_frame(sim_time departure, std::span<const std::uint8_t> frame) override {
+        file.write(epoch_ns + departure, frame);
+    }
+};
+
+std::string fabric::start_capture(const std::string& endpoint, const std::string& path) {
+    if (_captures.count(endpoint)) return "a capture on " + endpoint + " is already running";
+    std::vector<std::string> known;
+    for (std::size_t i = 0; i < _topology.links.size(); ++i) {
+        const auto& l = _topology.links[i];
+        for (const auto& end : {l.a, l.b}) {
+            const std::string name = _topology.endpoint_name(end);
+            known.push_back(name);
+            if (name != endpoint) continue;
+            auto c = std::make_unique<capture>();
+            std::string error;
+            if (!c->file.open(path, error)) return error;
+            c->epoch_ns = _epoch_ns;
+            c->links = {&_wiring.link_at(_cables[i].first), &_wiring.link_at(_cables[i].second)};
+            capture* raw = c.get();
+            auto attach = [raw] {
+                for (link* k : raw->links) k->set_tap(raw);
+            };
+            if (_thread.joinable())
+                _driver->mail().call(attach);
+            else
+                attach();
+            _captures[endpoint] = std::move(c);
+            return {};
+        }
+    }
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    return "no cable ends at '" + endpoint + "' (ends: " + list + ")";
+}
+
+std::int64_t fabric::stop_capture(const std::string& endpoint) {
+    auto it = _captures.find(endpoint);
+    if (it == _captures.end()) return -1;
+    capture* raw = it->second.get();
+    auto detach = [raw] {
+        for (link* k : raw->links) k->set_tap(nullptr);
+    };
+    if (_thread.joinable())
+        _driver->mail().call(detach);
+    else
+        detach();
+    raw->file.close();
+    const auto frames = static_cast<std::int64_t>(raw->file.frames_written());
+    _captures.erase(it);
+    return frames;
+}
+
 void fabric::start() {
     _stop = false;
+    timespec wall{};
+    clock_gettime(CLOCK_REALTIME, &wall);
+    _epoch_ns = std::int64_t(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec;
     _thread = std::thread([this] { _driver->run(_stop); });
 }
 
@@ -213,7 +274,13 @@ nlohmann::json fabric::counters() {
             for (const auto& n : _nics[h]) {
                 nlohmann::json c;
                 n->counters().for_each([&](const char* name, std::uint64_t value) { c[name] = value; });
-                nics.push_back({{"host", n->spec().host}, {"nic", n->spec().name}, {"counters", std::move(c)}});
+                const auto r = n->resources();
+                nlohmann::json resources = {{"contexts", r.contexts}, {"pds", r.pds},           {"mrs", r.mrs},
+                                            {"channels", r.channels}, {"cqs", r.cqs}, {"qps", r.qps}};
+                nics.push_back({{"host", n->spec().host},
+                                {"nic", n->spec().name},
+                                {"counters", std::move(c)},
+                                {"resources", std::move(resources)}});
             }
         }
         out["nics"] = std::move(nics);

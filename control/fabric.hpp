@@ -4,6 +4,7 @@
 #pragma once
 
 #include "control/config/topology.hpp"
+#include "dataplane/pcap_writer.hpp"
 #include "dataplane/realtime_driver.hpp"
 #include "dataplane/wiring.hpp"
 #include "nic_emu/nic_node.hpp"
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -39,6 +41,12 @@ public:
     // A descriptor of the shared page holding the data plane's doorbell, for programs to map.
     int doorbell_fd() const { return _doorbell_fd; }
 
+    // Captures both directions of the cable at `endpoint` ("h1/rfab0", "sw1/swp2") to a pcap
+    // file; "" or an error message.
+    std::string start_capture(const std::string& endpoint, const std::string& path);
+    // Stops it and returns the frames written, or -1 when there was no such capture.
+    std::int64_t stop_capture(const std::string& endpoint);
+
     // Every counter of every switch port, NIC and link, read on the data-plane thread.
     nlohmann::json counters();
 
@@ -50,6 +58,10 @@ private:
     std::vector<std::vector<std::unique_ptr<nic::nic_node>>> _nics; // [host][nic]
     std::unique_ptr<realtime_driver> _driver;
     nic::shared_region _doorbell_page;
+    std::vector<std::pair<link_id, link_id>> _cables; // per topology link: a->b, b->a
+    struct capture;
+    std::map<std::string, std::unique_ptr<capture>> _captures;
+    std::int64_t _epoch_ns = 0; // wall clock at driver time 0, for pcap timestamps
     int _doorbell_fd = -1;
     std::atomic<bool> _stop{false};
     std::thread _thread;

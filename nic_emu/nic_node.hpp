@@ -58,6 +58,12 @@ public:
     ibv_device_attr device_attributes() const;
     ibv_port_attr port_attributes() const;
     const nic_counters& counters() const { return _counters; }
+    struct resource_counts {
+        std::size_t contexts, pds, mrs, channels, cqs, qps;
+    };
+    resource_counts resources() const {
+        return {_contexts.size(), _pds.size(), _mrs_by_lkey.size(), _channels.size(), _cqs.size(), _qps.size()};
+    }
 
     // -- resources (control path; return 0 or an errno value) -------------------------------
     std::uint32_t open_context(std::unique_ptr<address_space> memory, int async_fd);

@@ -251,6 +251,14 @@ int main(int argc, char** argv) {
 
     auto* list = app.add_subcommand("list", "list running fabrics");
 
+    std::string endpoint, file;
+    bool stop_capture = false;
+    auto* capture = app.add_subcommand("capture", "capture a cable's frames (both directions) to a pcap file");
+    capture->add_option("--fabric", fabric, "which fabric (default: the only one running)");
+    capture->add_option("endpoint", endpoint, "one end of the cable, e.g. h1/rfab0 or sw1/swp2")->required();
+    capture->add_option("--file,-w", file, "pcap file to write (nanosecond timestamps)");
+    capture->add_flag("--stop", stop_capture, "stop the capture and close the file");
+
     CLI11_PARSE(app, argc, argv);
 
     if (*up) return command_up(config_path, name);
@@ -262,6 +270,19 @@ int main(int argc, char** argv) {
             std::cout << reply["counters"].dump(2) << "\n";
         else
             print_counters(reply["counters"]);
+        return 0;
+    }
+    if (*capture) {
+        const std::string chosen = choose_fabric(fabric);
+        if (stop_capture) {
+            const auto reply = request_or_fail(chosen, {{"op", "capture"}, {"endpoint", endpoint}, {"stop", true}});
+            std::cout << "capture on " << endpoint << " stopped: " << reply["frames"] << " frames\n";
+            return 0;
+        }
+        if (file.empty()) fail("capture needs --file FILE (or --stop)");
+        request_or_fail(chosen, {{"op", "capture"}, {"endpoint", endpoint}, {"file", fs::absolute(file).string()}});
+        std::cout << "capturing " << endpoint << " to " << file << " (stop with: rocefab capture " << endpoint
+                  << " --stop)\n";
         return 0;
     }
     if (*list) {
