@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""End-to-end tests: a real fabric daemon, and unmodified Debian binaries (ibverbs-utils, tshark)
+running on its emulated hosts through `rocefab run`.
+
+Run by meson (suite e2e) as:  /usr/bin/python3 fabric_e2e_test.py BUILD_DIR SOURCE_DIR [unittest args]
+Each test class starts its own fabric under a private runtime directory, so the tests never
+touch a fabric the user has running.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.abspath("build")
+SOURCE = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else os.path.abspath(".")
+ROCEFAB = os.path.join(BUILD, "rocefab")
+TWO_HOSTS = os.path.join(SOURCE, "configs", "two-hosts.yaml")
+
+
+def free_tcp_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class fabric_case(unittest.TestCase):
+    """A fabric per test class, in a runtime directory of its own."""
+
+    config = TWO_HOSTS
+
+    @classmethod
+    def setUpClass(cls):
+        cls.runtime = tempfile.TemporaryDirectory(prefix="rocefab-e2e-")
+        cls.env = dict(os.environ, ROCEFAB_RUNTIME_DIR=cls.runtime.name)
+        cls.name = "e2e-%d" % os.getpid()
+        up = cls.rocefab("up", cls.config, "--name", cls.name)
+        if up.returncode != 0:
+            raise RuntimeError("rocefab up failed: " + up.stdout + up.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.rocefab("down", "--fabric", cls.name)
+        cls.runtime.cleanup()
+
+    @classmethod
+    def rocefab(cls, *args, timeout=120, env=None):
+        return subprocess.run([ROCEFAB, *args], capture_output=True, text=True, timeout=timeout,
+                              env=env or cls.env)
+
+    def run_on(self, host, *program, timeout=120):
+        return self.rocefab("run", "--fabric", self.name, "--host", host, "--", *program, timeout=timeout)
+
+    def start_on(self, host, *program):
+        return subprocess.Popen([ROCEFAB, "run", "--fabric", self.name, "--host", host, "--", *program],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
+
+    def counters(self):
+        out = self.rocefab("show", "--fabric", self.name, "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def pingpong(self, kind="ibv_rc_pingpong", size=4096, mtu=1024, iterations=100, extra=()):
+        """Server on h2, client on h1; returns (server, client) CompletedProcess-like tuples."""
+        port = str(free_tcp_port())
+        args = ["-d", "rfab0", "-g", "1", "-s", str(size), "-m", str(mtu), "-n", str(iterations), "-p", port,
+                *extra]
+        server = self.start_on("h2", kind, *args)
+        client = None
+        # The server listens once its QP exists; retry the client until it connects.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            client = self.run_on("h1", kind, *args, "127.0.0.1", timeout=300)
+            if "Couldn't connect" not in client.stderr and "Couldn't connect" not in client.stdout:
+                break
+            time.sleep(0.2)
+        try:
+            server_out, server_err = server.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server_out, server_err = server.communicate()
+        return (server.returncode, server_out, server_err), client
+
+
+class devices_and_ports(fabric_case):
+    def test_ibv_devices_lists_the_hosts_nic(self):
+        for host in ("h1", "h2"):
+            out = self.run_on(host, "ibv_devices")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertRegex(out.stdout, r"rfab0\s+[0-9a-f]{16}")
+
+    def test_ibv_devinfo_shows_an_active_roce_port_with_soft_roce_style_gids(self):
+        out = self.run_on("h1", "ibv_devinfo", "-v")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("hca_id:\trfab0", out.stdout)
+        self.assertRegex(out.stdout, r"state:\s+PORT_ACTIVE")
+        self.assertRegex(out.stdout, r"link_layer:\s+Ethernet")
+        self.assertRegex(out.stdout, r"active_mtu:\s+4096")
+        self.assertRegex(out.stdout, r"GID\[\s*0\]:\s+fe80::1:ff:fe01:1, RoCE v2")
+        self.assertRegex(out.stdout, r"GID\[\s*1\]:\s+::ffff:10\.0\.0\.1, RoCE v2")
+
+    def test_each_host_sees_only_its_own_nic(self):
+        h2 = self.run_on("h2", "ibv_devinfo", "-v")
+        self.assertIn("::ffff:10.0.0.2", h2.stdout)
+        self.assertNotIn("::ffff:10.0.0.1", h2.stdout)
+
+
+class rc_pingpong(fabric_case):
+    def check(self, size, mtu, iterations):
+        (server_rc, server_out, server_err), client = self.pingpong(size=size, mtu=mtu, iterations=iterations,
+                                                                     extra=("-c",))
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(server_rc, 0, server_out + server_err)
+        self.assertRegex(client.stdout, r"bytes in [\d.]+ seconds = [\d.]+ Mbit/sec")
+        self.assertRegex(client.stdout, r"%d iters in [\d.]+ seconds = [\d.]+ usec/iter" % iterations)
+
+    def test_sizes_from_1_byte_to_1_mib_at_path_mtu_1024(self):
+        for size, iterations in ((1, 200), (4096, 200), (65536, 50), (1 << 20, 5)):
+            with self.subTest(size=size):
+                self.check(size, 1024, iterations)
+
+    def test_sizes_from_1_byte_to_1_mib_at_path_mtu_4096(self):
+        for size, iterations in ((1, 200), (4096, 200), (65536, 50), (1 << 20, 5)):
+            with self.subTest(size=size):
+                self.check(size, 4096, iterations)
+
+    def test_with_completion_events(self):
+        self.check_events()
+
+    def check_events(self):
+        (server_rc, server_out, server_err), client = self.pingpong(size=4096, iterations=100, extra=("-e", "-c"))
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(server_rc, 0, server_out + server_err)
+
+
+class capture_and_tshark(fabric_case):
+    def test_every_frame_on_a_cable_decodes_as_rocev2_without_warnings(self):
+        pcap = os.path.join(self.runtime.name, "h1.pcap")
+        start = self.rocefab("capture", "--fabric", self.name, "h1/rfab0", "-w", pcap)
+        self.assertEqual(start.returncode, 0, start.stderr)
+        (server_rc, _, _), client = self.pingpong(size=5000, mtu=1024, iterations=20, extra=("-c",))
+        self.assertEqual(client.returncode, 0, client.stderr)
+        stop = self.rocefab("capture", "--fabric", self.name, "h1/rfab0", "--stop")
+        self.assertEqual(stop.returncode, 0, stop.stderr)
+        fields = subprocess.run(["tshark", "-r", pcap, "-T", "fields", "-e", "frame.protocols", "-e",
+                                 "infiniband.bth.opcode"], capture_output=True, text=True)
+        self.assertEqual(fields.returncode, 0, fields.stderr)
+        lines = [l for l in fields.stdout.splitlines() if l.strip()]
+        self.assertGreater(len(lines), 40)
+        for line in lines:
+            self.assertIn("udp:infiniband", line)
+        opcodes = {l.split("\t")[1] for l in lines}
+        # SEND first/middle/last (0, 1, 2) and ACK (17), as numbers tshark decoded from the BTH.
+        self.assertTrue({"0", "1", "2", "17"} <= opcodes, opcodes)
+        verbose = subprocess.run(["tshark", "-r", pcap, "-V"], capture_output=True, text=True)
+        self.assertNotIn("Malformed", verbose.stdout)
+        self.assertNotIn("Expert Info (Error", verbose.stdout)
+        self.assertNotIn("Expert Info (Warning", verbose.stdout)
+
+
+class robustness(fabric_case):
+    def test_a_program_killed_mid_transfer_leaves_the_daemon_serving_and_frees_its_objects(self):
+        port = str(free_tcp_port())
+        args = ["-d", "rfab0", "-g", "1", "-s", "65536", "-n", "1000000", "-p", port]
+        server = self.start_on("h2", "ibv_rc_pingpong", *args)
+        time.sleep(0.5)
+        client = self.start_on("h1", "ibv_rc_pingpong", *args, "127.0.0.1")
+        # Wait until data moves, then kill both ends without warning.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            sends = {n["host"]: n["counters"]["rdma_sends"] for n in self.counters()["nics"]}
+            if sends.get("h1", 0) > 100 and sends.get("h2", 0) > 100:
+                break
+            time.sleep(0.1)
+        client.send_signal(signal.SIGKILL)
+        server.send_signal(signal.SIGKILL)
+        client.communicate()
+        server.communicate()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            resources = [n["resources"] for n in self.counters()["nics"]]
+            if all(sum(r.values()) == 0 for r in resources):
+                break
+            time.sleep(0.1)
+        self.assertTrue(all(sum(r.values()) == 0 for r in resources), resources)
+        # And the fabric still carries traffic.
+        (server_rc, _, _), again = self.pingpong(size=4096, iterations=20, extra=("-c",))
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(server_rc, 0)
+
+
+class command_line_errors(unittest.TestCase):
+    """What a user sees when something is wrong: one clear line, no traceback, no crash."""
+
+    def setUp(self):
+        self.runtime = tempfile.TemporaryDirectory(prefix="rocefab-e2e-")
+        self.env = dict(os.environ, ROCEFAB_RUNTIME_DIR=self.runtime.name)
+
+    def tearDown(self):
+        self.runtime.cleanup()
+
+    def rocefab(self, *args):
+        return subprocess.run([ROCEFAB, *args], capture_output=True, text=True, timeout=60, env=self.env)
+
+    def test_bad_configs_name_file_line_and_key(self):
+        cases = {
+            "unknown-key.yaml": ("unknown key 'sped'", "links[1].sped"),
+            "duplicate-address.yaml": ("duplicate address 10.0.0.1", "hosts[1].nics[0].address"),
+            "dangling-link.yaml": ("unknown node 'h3'", "links[1].a"),
+        }
+        for name, (words, key) in cases.items():
+            with self.subTest(config=name):
+                path = os.path.join(SOURCE, "configs", "bad", name)
+                out = self.rocefab("up", path)
+                self.assertEqual(out.returncode, 2)
+                self.assertEqual(out.stdout, "")
+                lines = out.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, out.stderr)
+                self.assertRegex(lines[0], r"^rocefab: .*%s:\d+:\d+: " % name)
+                self.assertIn(key, lines[0])
+                self.assertIn(words, lines[0])
+
+    def test_run_with_no_fabric_running_says_so_in_one_line(self):
+        out = self.rocefab("run", "--host", "h1", "--", "ibv_devices")
+        self.assertNotEqual(out.returncode, 0)
+        self.assertEqual(out.stderr, "rocefab: no fabric is running (start one with: rocefab up [CONFIG])\n")
+
+    def test_run_on_a_host_that_does_not_exist_names_the_hosts_there_are(self):
+        name = "e2e-hosts-%d" % os.getpid()
+        self.assertEqual(self.rocefab("up", TWO_HOSTS, "--name", name).returncode, 0)
+        try:
+            out = self.rocefab("run", "--host", "h3", "--", "ibv_devices")
+            self.assertNotEqual(out.returncode, 0)
+            self.assertEqual(out.stderr, "rocefab: fabric %s has no host 'h3' (hosts: h1, h2)\n" % name)
+        finally:
+            self.rocefab("down", "--fabric", name)
+
+    def test_two_fabrics_run_side_by_side(self):
+        names = ["e2e-a-%d" % os.getpid(), "e2e-b-%d" % os.getpid()]
+        try:
+            for n in names:
+                out = self.rocefab("up", TWO_HOSTS, "--name", n)
+                self.assertEqual(out.returncode, 0, out.stderr)
+            listed = self.rocefab("list").stdout.split()
+            self.assertEqual(sorted(listed), sorted(names))
+            ambiguous = self.rocefab("run", "--host", "h1", "--", "ibv_devices")
+            self.assertIn("several fabrics are running", ambiguous.stderr)
+            for n in names:
+                out = self.rocefab("run", "--fabric", n, "--host", "h1", "--", "ibv_devices")
+                self.assertEqual(out.returncode, 0, out.stderr)
+        finally:
+            for n in names:
+                self.rocefab("down", "--fabric", n)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)
