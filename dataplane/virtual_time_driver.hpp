@@ -4,7 +4,8 @@
 //
 // At each instant t (the earliest pending event):
 //   1. every frame with arrival <= t is delivered, links in index order (ties at t are broken
-//      by link index; within a link, FIFO);
+//      by link index; within a link, by arrival time: FIFO, except that a frame held back by
+//      fault injection's reordering is overtaken by later ones);
 //   2. every node that received a frame at t, or whose next_deadline() <= t, is polled at t,
 //      nodes in index order;
 //   steps 1-2 repeat while they do work, since a zero-delay link or a poll can create more

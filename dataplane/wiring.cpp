@@ -53,9 +53,16 @@ std::pair<link_id, link_id> wiring::connect(node_id a, std::uint16_t pa, node_id
     _nodes[b].sink->out[pb] = ba.get();
     _nodes[a].sink->in[pa] = ba.get();
     const auto first = static_cast<link_id>(_links.size());
+    ab->seed_faults(link_fault_seed(_seed, first));
+    ba->seed_faults(link_fault_seed(_seed, first + 1));
     _links.push_back(std::move(ab));
     _links.push_back(std::move(ba));
     return {first, first + 1};
+}
+
+void wiring::set_seed(std::uint64_t seed) {
+    _seed = seed;
+    for (std::size_t i = 0; i < _links.size(); ++i) _links[i]->seed_faults(link_fault_seed(seed, i));
 }
 
 void wiring::attach_all(rte_mempool* pool) {

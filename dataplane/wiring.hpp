@@ -30,6 +30,12 @@ public:
     std::pair<link_id, link_id> connect(node_id a, std::uint16_t pa, node_id b, std::uint16_t pb,
                                         const link_model& model);
 
+    // The fabric's fault-injection seed: link i draws its fault decisions from
+    // link_fault_seed(seed, i). Reseeds the links already connected and those connected later.
+    // Default 1.
+    void set_seed(std::uint64_t seed);
+    std::uint64_t seed() const { return _seed; }
+
     // Hands every node its frame_sink and the pool it allocates frames from.
     void attach_all(rte_mempool* pool);
 
@@ -66,6 +72,7 @@ private:
 
     std::vector<node_entry> _nodes;
     std::vector<std::unique_ptr<link>> _links; // links are pinned: nodes' sinks point at them
+    std::uint64_t _seed = 1;
 };
 
 } // namespace rocefab
