@@ -83,6 +83,7 @@ struct link_counters {
     std::uint64_t frames_duplicated = 0;
     std::uint64_t frames_reordered = 0;
     std::uint64_t duplicate_alloc_failures = 0; // duplications skipped: the pool had no mbuf
+    friend bool operator==(const link_counters&, const link_counters&) = default;
 };
 
 // The per-link PRNG: xoshiro256** seeded through splitmix64. Small, fast, and the same
