@@ -52,10 +52,19 @@ nlohmann::ordered_json to_json_value(const topology& fabric) {
                          {"delay", format_duration(link.params.delay)},
                          {"delay_ns", link.params.delay},
                          {"mtu", link.params.mtu},
+                         {"up", link.params.up},
+                         {"faults",
+                          {{"loss", link.params.faults.loss},
+                           {"corruption", link.params.faults.corruption},
+                           {"duplication", link.params.faults.duplication},
+                           {"reordering", link.params.faults.reordering},
+                           {"reorder_delay", format_duration(link.params.faults.reorder_delay)},
+                           {"reorder_delay_ns", link.params.faults.reorder_delay}}},
                          {"line", link.line}});
 
     return {{"fabric", fabric.name},
             {"source_file", fabric.source_file},
+            {"seed", fabric.seed},
             {"hosts", std::move(hosts)},
             {"switches", std::move(switches)},
             {"links", std::move(links)}};

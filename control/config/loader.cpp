@@ -182,13 +182,14 @@ public:
         if (!root.IsMap()) {
             const position at = position_of(root);
             throw load_failure{{_file, at.line, at.column, "",
-                                "expected a mapping with the keys fabric, defaults, switches, hosts, links; got " +
+                                "expected a mapping with the keys fabric, defaults, switches, hosts, links, seed; got " +
                                     describe_type(root)}};
         }
-        const mapping top = expect_map(root, "", {"fabric", "defaults", "switches", "hosts", "links"});
+        const mapping top = expect_map(root, "", {"fabric", "defaults", "switches", "hosts", "links", "seed"});
 
         out.name = default_fabric_name();
         if (const entry* e = top.find("fabric")) out.name = expect_name(e->value, "fabric");
+        if (const entry* e = top.find("seed")) out.seed = load_seed(e->value);
 
         link_params defaults;
         if (const entry* e = top.find("defaults")) load_defaults(e->value, defaults);
@@ -275,12 +276,76 @@ private:
         const mapping m = expect_map(node, "defaults", {"link"});
         if (const entry* e = m.find("link")) {
             if (e->value.IsNull()) return;
-            const mapping link = expect_map(e->value, "defaults.link", {"speed", "delay", "mtu"});
+            const mapping link = expect_map(e->value, "defaults.link", {"speed", "delay", "mtu", "faults"});
             load_link_params(link, defaults);
         }
     }
 
+    std::uint64_t load_seed(const YAML::Node& node) const {
+        const std::string text = expect_scalar(node, "seed", "1");
+        const bool digits = !text.empty() && text.size() <= 20 &&
+                            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        std::uint64_t seed = 0;
+        bool fits = digits;
+        for (char c : text) {
+            if (!fits) break;
+            const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
+            if (seed > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) fits = false;
+            seed = seed * 10 + digit;
+        }
+        if (!fits)
+            fail(node, "seed",
+                 "bad seed '" + text + "'; expected a whole number from 0 to 18446744073709551615 (the same seed "
+                 "injects the same faults)");
+        return seed;
+    }
+
+    void load_faults(const YAML::Node& node, const std::string& path, fault_params& faults) const {
+        if (node.IsNull()) return;
+        const mapping m = expect_map(node, path, {"loss", "corruption", "duplication", "reordering", "reorder_delay"});
+        auto probability = [&](std::string_view key, double& into) {
+            const entry* e = m.find(key);
+            if (!e) return;
+            const std::string key_path = m.child_path(key);
+            const std::string text = expect_scalar(e->value, key_path, "1%");
+            const auto value = parse_probability(text);
+            if (!value)
+                fail(e->value, key_path,
+                     "bad " + std::string(key) + " '" + text + "'; expected a probability from 0 to 1, as a fraction "
+                     "(e.g. 0.01) or a percentage (e.g. 1%, 0.1%)");
+            if (*value > 1.0)
+                fail(e->value, key_path,
+                     std::string(key) + " " + text + " is out of range; expected 0 to 1 (0% to 100%)");
+            into = *value;
+        };
+        probability("loss", faults.loss);
+        probability("corruption", faults.corruption);
+        probability("duplication", faults.duplication);
+        probability("reordering", faults.reordering);
+        if (const entry* e = m.find("reorder_delay")) {
+            const std::string key_path = m.child_path("reorder_delay");
+            const std::string text = expect_scalar(e->value, key_path, "10us");
+            const auto delay = parse_duration(text);
+            if (!delay)
+                fail(e->value, key_path,
+                     "bad reorder_delay '" + text + "'; expected a whole number of nanoseconds written with a unit "
+                     "ns, us or ms (e.g. 500ns, 10us)");
+            if (*delay > max_reorder_delay)
+                fail(e->value, key_path,
+                     "reorder_delay " + text + " is out of range; expected 0ns to " + format_duration(max_reorder_delay));
+            faults.reorder_delay = *delay;
+        }
+    }
+
     void load_link_params(const mapping& m, link_params& params) const {
+        if (const entry* e = m.find("faults")) load_faults(e->value, m.child_path("faults"), params.faults);
+        if (const entry* e = m.find("up")) {
+            const std::string path = m.child_path("up");
+            const std::string text = expect_scalar(e->value, path, "false");
+            if (text != "true" && text != "false")
+                fail(e->value, path, "bad up '" + text + "'; expected true or false");
+            params.up = text == "true";
+        }
         if (const entry* e = m.find("speed")) {
             const std::string path = m.child_path("speed");
             const std::string text = expect_scalar(e->value, path, "100G");
@@ -491,7 +556,7 @@ private:
         const auto items = expect_list(node, "links");
         for (std::size_t l = 0; l < items.size(); ++l) {
             const std::string path = "links[" + std::to_string(l) + "]";
-            const mapping m = expect_map(items[l], path, {"a", "b", "speed", "delay", "mtu"});
+            const mapping m = expect_map(items[l], path, {"a", "b", "speed", "delay", "mtu", "faults", "up"});
             const YAML::Node& a_node = required(m, "a", " (e.g. a: h1/rfab0)");
             const YAML::Node& b_node = required(m, "b", " (e.g. b: sw1/swp1)");
             link_config link;

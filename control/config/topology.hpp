@@ -8,6 +8,11 @@
 //   switches: [ { name: sw1 } ]        optional
 //   hosts:    [ { name: h1, nics: [ { name: rfab0, address: 10.0.0.1/24, mac: 02:..:.. (optional) } ] } ]
 //   links:    [ { a: h1/rfab0, b: sw1/swp1, speed: 25G, delay: 500ns, mtu: 9000 } ]   speed/delay/mtu optional
+//             a link may also say `up: false` (starts down) and `faults:` (below)
+//   faults:   { loss: 1%, corruption: 0.1%, duplication: 0.5%, reordering: 1%, reorder_delay: 10us }
+//             in a link or in defaults.link, each key optional; probabilities as 0.01 or 1%, 0 to 1;
+//             a link's faults override defaults.link's key by key
+//   seed: 1                            optional; the fault-injection seed (same seed, same faults)
 // Unknown keys are errors at every level (a misspelt `sped:` must not silently fall back to a default).
 #pragma once
 
@@ -39,10 +44,21 @@ inline constexpr std::uint64_t min_link_speed_bps = 1'000'000;             // 1M
 inline constexpr std::uint64_t max_link_speed_bps = 1'600'000'000'000;     // 1.6T
 inline constexpr sim_time max_link_delay = milliseconds(100);
 
+// Fault injection on both directions of a link (dataplane/link.hpp's link_faults).
+inline constexpr sim_time default_reorder_delay = microseconds(10);
+inline constexpr sim_time max_reorder_delay = milliseconds(100);
+struct fault_params {
+    double loss = 0, corruption = 0, duplication = 0, reordering = 0; // each in [0, 1]
+    sim_time reorder_delay = default_reorder_delay;
+    friend bool operator==(const fault_params&, const fault_params&) = default;
+};
+
 struct link_params {
     std::uint64_t speed_bps = default_link_speed_bps;
     sim_time delay = default_link_delay;
     std::uint32_t mtu = default_link_mtu; // IP MTU, the same at both ends of the link
+    fault_params faults;
+    bool up = true; // administrative state at start (only a link, not defaults.link, sets it)
 };
 
 struct nic_config {
@@ -95,6 +111,7 @@ struct route {
 struct topology {
     std::string name;
     std::string source_file;
+    std::uint64_t seed = 1; // fault injection: link i of the fabric draws from a seed derived from it and i
     std::vector<host_config> hosts;
     std::vector<switch_config> switches;
     std::vector<link_config> links;

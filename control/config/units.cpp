@@ -1,6 +1,7 @@
 #include "control/config/units.hpp"
 
 #include <array>
+#include <cstdio>
 #include <utility>
 
 namespace rocefab::config {
@@ -82,6 +83,19 @@ std::optional<sim_time> parse_duration(std::string_view text) {
     const auto value = with_unit(text, units);
     if (!value) return std::nullopt;
     return static_cast<sim_time>(*value);
+}
+
+std::optional<double> parse_probability(std::string_view text) {
+    const auto split = split_number(text);
+    if (!split || (!split->second.empty() && split->second != "%")) return std::nullopt;
+    const double value = static_cast<double>(split->first.mantissa) / static_cast<double>(split->first.scale);
+    return split->second == "%" ? value / 100.0 : value;
+}
+
+std::string format_probability(double probability) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.6g%%", probability * 100.0);
+    return text;
 }
 
 std::string format_speed(std::uint64_t bits_per_second) {

@@ -19,6 +19,13 @@ std::optional<std::uint64_t> parse_speed(std::string_view text);
 // "<number><unit>" with unit ns, us (or µs) or ms; the result must be a whole number of nanoseconds.
 std::optional<sim_time> parse_duration(std::string_view text);
 
+// A probability as a fraction ("0.01", "1", "0") or a percentage ("1%", "0.5%"): digits with an optional
+// fraction, no sign, no exponent. The value is returned as written, so the caller can range-check it against
+// [0, 1] and say so; nullopt when the text is not such a number.
+std::optional<double> parse_probability(std::string_view text);
+// "1%", "0.5%", "0%", "100%": a percentage with up to 6 significant decimals, trailing zeros dropped.
+std::string format_probability(double probability);
+
 // The shortest exact spelling: 100000000000 -> "100G", 2500000000 -> "2500M", 1500 ns -> "1500ns", 1000 -> "1us".
 std::string format_speed(std::uint64_t bits_per_second);
 std::string format_duration(sim_time duration);
