@@ -1,6 +1,7 @@
 #include "control/daemon.hpp"
 
 #include "control/attach_server.hpp"
+#include "control/config/units.hpp"
 #include "control/fabric.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -30,6 +31,60 @@ void tell(int fd, const std::string& line) {
     const std::string text = line + "\n";
     [[maybe_unused]] auto n = ::write(fd, text.data(), text.size());
     ::close(fd);
+}
+
+// {"op":"link","endpoint":"h1/rfab0","faults":{"loss":0.01 or "1%", ..., "reorder_delay":"10us" or ns},
+// "up":true|false}: both optional; with neither, the reply only reports the cable's state.
+json link_request(fabric& fab, const json& request) {
+    const std::string endpoint = request.value("endpoint", "");
+    std::optional<fabric::fault_update> faults;
+    if (const auto f = request.find("faults"); f != request.end() && !f->is_null()) {
+        if (!f->is_object()) return {{"ok", false}, {"error", "faults: expected an object"}};
+        faults.emplace();
+        const std::pair<const char*, std::optional<double>*> probabilities[] = {
+            {"loss", &faults->loss},
+            {"corruption", &faults->corruption},
+            {"duplication", &faults->duplication},
+            {"reordering", &faults->reordering}};
+        for (const auto& [key, value] : f->items()) {
+            std::optional<double>* into = nullptr;
+            for (const auto& [name, slot] : probabilities)
+                if (key == name) into = slot;
+            if (into) {
+                std::optional<double> p;
+                if (value.is_number()) p = value.get<double>();
+                if (value.is_string()) p = config::parse_probability(value.get<std::string>());
+                if (!p || *p < 0.0 || *p > 1.0)
+                    return {{"ok", false},
+                            {"error", "faults." + key + ": expected a probability from 0 to 1, as a fraction (0.01) "
+                                                        "or a percentage (\"1%\"); got " + value.dump()}};
+                *into = *p;
+            } else if (key == "reorder_delay") {
+                std::optional<sim_time> d;
+                if (value.is_number_unsigned()) d = value.get<sim_time>();
+                if (value.is_string()) d = config::parse_duration(value.get<std::string>());
+                if (!d || *d > config::max_reorder_delay)
+                    return {{"ok", false},
+                            {"error", "faults.reorder_delay: expected 0ns to 100ms (\"10us\", or nanoseconds); got " +
+                                          value.dump()}};
+                faults->reorder_delay = *d;
+            } else {
+                return {{"ok", false},
+                        {"error", "faults: unknown key '" + key +
+                                      "' (loss, corruption, duplication, reordering, reorder_delay)"}};
+            }
+        }
+    }
+    std::optional<bool> up;
+    if (const auto u = request.find("up"); u != request.end() && !u->is_null()) {
+        if (!u->is_boolean()) return {{"ok", false}, {"error", "up: expected true or false"}};
+        up = u->get<bool>();
+    }
+    json state;
+    const std::string error = fab.set_link(endpoint, faults, up, &state);
+    if (!error.empty()) return {{"ok", false}, {"error", error}};
+    state["ok"] = true;
+    return state;
 }
 
 class control_server {
@@ -88,11 +143,13 @@ private:
                     const std::string error = _fabric.start_capture(endpoint, request.value("file", ""));
                     reply = error.empty() ? json{{"ok", true}} : json{{"ok", false}, {"error", error}};
                 }
+            } else if (op == "link") {
+                reply = link_request(_fabric, request);
             } else if (op == "down") {
                 reply = {{"ok", true}};
                 shut_down = true;
             } else {
-                reply = {{"ok", false}, {"error", "unknown op '" + op + "' (ping, topology, show, capture, down)"}};
+                reply = {{"ok", false}, {"error", "unknown op '" + op + "' (ping, topology, show, capture, link, down)"}};
             }
         } catch (const std::exception& e) {
             reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};

@@ -18,7 +18,20 @@ link_model model_of(const config::link_params& p) {
     m.speed_bps = p.speed_bps;
     m.propagation_delay = p.delay;
     m.mtu = p.mtu;
+    m.faults.loss = p.faults.loss;
+    m.faults.corruption = p.faults.corruption;
+    m.faults.duplication = p.faults.duplication;
+    m.faults.reordering = p.faults.reordering;
+    m.faults.reorder_delay = p.faults.reorder_delay;
     return m;
+}
+
+nlohmann::json faults_json(const link_faults& f) {
+    return {{"loss", f.loss},
+            {"corruption", f.corruption},
+            {"duplication", f.duplication},
+            {"reordering", f.reordering},
+            {"reorder_delay_ns", f.reorder_delay}};
 }
 
 // The neighbour table a host would build with ARP/ND: a destination on the NIC's own subnet is
@@ -142,10 +155,13 @@ fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
         return e.kind == config::endpoint::host_nic ? std::pair{nic_ids[e.node][e.port], std::uint16_t(0)}
                                                     : std::pair{switch_ids[e.node], std::uint16_t(e.port)};
     };
+    _wiring.set_seed(_topology.seed);
     for (const auto& l : _topology.links) {
         auto [a, pa] = id_of(l.a);
         auto [b, pb] = id_of(l.b);
         _cables.push_back(_wiring.connect(a, pa, b, pb, model_of(l.params)));
+        _wiring.link_at(_cables.back().first).set_up(l.params.up);
+        _wiring.link_at(_cables.back().second).set_up(l.params.up);
     }
     _wiring.attach_all(_pool);
     _driver = std::make_unique<realtime_driver>(_wiring);
@@ -217,6 +233,54 @@ std::int64_t fabric::stop_capture(const std::string& endpoint) {
     const auto frames = static_cast<std::int64_t>(raw->file.frames_written());
     _captures.erase(it);
     return frames;
+}
+
+std::optional<std::size_t> fabric::cable_at(const std::string& endpoint, std::string& error) const {
+    std::string known;
+    for (std::size_t i = 0; i < _topology.links.size(); ++i) {
+        const auto& l = _topology.links[i];
+        for (const auto& end : {l.a, l.b}) {
+            const std::string name = _topology.endpoint_name(end);
+            if (name == endpoint) return i;
+            known += (known.empty() ? "" : ", ") + name;
+        }
+    }
+    error = "no cable ends at '" + endpoint + "' (ends: " + known + ")";
+    return std::nullopt;
+}
+
+std::string fabric::set_link(const std::string& endpoint, const std::optional<fault_update>& faults,
+                             std::optional<bool> up, nlohmann::json* state) {
+    std::string error;
+    const auto cable = cable_at(endpoint, error);
+    if (!cable) return error;
+    if (faults) {
+        for (const auto& [name, value] : {std::pair{"loss", faults->loss}, std::pair{"corruption", faults->corruption},
+                                          std::pair{"duplication", faults->duplication},
+                                          std::pair{"reordering", faults->reordering}})
+            if (value && !(*value >= 0.0 && *value <= 1.0))
+                return std::string(name) + " " + std::to_string(*value) + " is out of range; expected 0 to 1";
+        if (faults->reorder_delay && *faults->reorder_delay < 0) return "reorder_delay must be >= 0";
+    }
+    link* both[] = {&_wiring.link_at(_cables[*cable].first), &_wiring.link_at(_cables[*cable].second)};
+    auto apply = [&] {
+        for (link* k : both) {
+            if (faults) {
+                link_faults f = k->faults();
+                f.loss = faults->loss.value_or(f.loss);
+                f.corruption = faults->corruption.value_or(f.corruption);
+                f.duplication = faults->duplication.value_or(f.duplication);
+                f.reordering = faults->reordering.value_or(f.reordering);
+                f.reorder_delay = faults->reorder_delay.value_or(f.reorder_delay);
+                k->set_faults(f);
+            }
+            if (up) k->set_up(*up);
+        }
+        return nlohmann::json{{"link", endpoint}, {"up", both[0]->is_up()}, {"faults", faults_json(both[0]->faults())}};
+    };
+    const nlohmann::json after = _thread.joinable() ? _driver->mail().call(apply) : apply();
+    if (state) *state = after;
+    return {};
 }
 
 void fabric::start() {
@@ -293,7 +357,14 @@ nlohmann::json fabric::counters() {
                              {"tx_bytes", c.tx_bytes},
                              {"drops_link_down", c.drops_link_down},
                              {"drops_mtu", c.drops_mtu},
-                             {"drops_queue_full", c.drops_queue_full}});
+                             {"drops_queue_full", c.drops_queue_full},
+                             {"drops_loss", c.drops_loss},
+                             {"frames_corrupted", c.frames_corrupted},
+                             {"frames_duplicated", c.frames_duplicated},
+                             {"frames_reordered", c.frames_reordered},
+                             {"duplicate_alloc_failures", c.duplicate_alloc_failures},
+                             {"up", k.is_up()},
+                             {"faults", faults_json(k.faults())}});
         }
         out["links"] = std::move(links);
         return out;

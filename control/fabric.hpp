@@ -15,6 +15,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,10 +48,24 @@ public:
     // Stops it and returns the frames written, or -1 when there was no such capture.
     std::int64_t stop_capture(const std::string& endpoint);
 
+    // A change to a cable's fault injection; what is left empty keeps its current value.
+    struct fault_update {
+        std::optional<double> loss, corruption, duplication, reordering; // each in [0, 1]
+        std::optional<sim_time> reorder_delay;                           // >= 0
+    };
+    // Applies `faults` and/or `up` to both directions of the cable at `endpoint` ("h1/rfab0"), on
+    // the data-plane thread. Returns "" or an error (unknown endpoint, value out of range); on
+    // success `state` (if given) receives the cable's faults and state afterwards as JSON.
+    std::string set_link(const std::string& endpoint, const std::optional<fault_update>& faults,
+                         std::optional<bool> up, nlohmann::json* state = nullptr);
+
     // Every counter of every switch port, NIC and link, read on the data-plane thread.
     nlohmann::json counters();
 
 private:
+    // The topology link index whose cable ends at `endpoint`, or an error message in `error`.
+    std::optional<std::size_t> cable_at(const std::string& endpoint, std::string& error) const;
+
     config::topology _topology;
     rte_mempool* _pool = nullptr;
     wiring _wiring;

@@ -4,9 +4,12 @@
 //   rocefab down [--fabric NAME]           stop it
 //   rocefab run [--fabric NAME] --host H -- PROGRAM ARGS...
 //   rocefab show [--fabric NAME] [--json]  counters
+//   rocefab link ENDPOINT [--loss P] [--corruption P] [--duplication P] [--reordering P]
+//                [--reorder-delay D] [--down|--up]   fault injection on a cable (P: 0.01 or 1%)
 //   rocefab list                           running fabrics
 
 #include "control/config/topology.hpp"
+#include "control/config/units.hpp"
 #include "control/daemon.hpp"
 #include "control/fabric.hpp"
 #include "nic_emu/attach_protocol.hpp"
@@ -87,7 +90,7 @@ json request_or_fail(const std::string& fabric, const json& request) {
     return *reply;
 }
 
-int command_up(const std::string& config_path, const std::string& name_option) {
+int command_up(const std::string& config_path, const std::string& name_option, bool foreground) {
     config::topology topology;
     config::config_error error;
     if (!config::load_topology(config_path, topology, error)) fail(error.to_string(), 2);
@@ -97,6 +100,8 @@ int command_up(const std::string& config_path, const std::string& name_option) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) fail("cannot create " + dir + ": " + ec.message());
+
+    if (foreground) return control::run_daemon(std::move(topology), dir, -1);
 
     int ready[2];
     if (::pipe2(ready, O_CLOEXEC) != 0) fail(std::string("pipe: ") + std::strerror(errno));
@@ -209,14 +214,19 @@ void print_counters(const json& counters) {
             if (value.get<std::uint64_t>())
                 std::printf("  %-30s %16llu\n", key.c_str(), static_cast<unsigned long long>(value.get<std::uint64_t>()));
     }
-    std::printf("\nlinks\n  %-24s %12s %16s %10s\n", "link", "tx_frames", "tx_bytes", "drops");
+    std::printf("\nlinks\n  %-24s %12s %16s %10s %10s %10s %10s %10s\n", "link", "tx_frames", "tx_bytes", "drops",
+                "lost", "corrupted", "duplicated", "reordered");
+    auto count = [](const json& l, const char* key) {
+        return static_cast<unsigned long long>(l.value(key, std::uint64_t{0}));
+    };
     for (const auto& l : counters["links"]) {
         const std::uint64_t drops = l["drops_link_down"].get<std::uint64_t>() + l["drops_mtu"].get<std::uint64_t>() +
                                     l["drops_queue_full"].get<std::uint64_t>();
-        std::printf("  %-24s %12llu %16llu %10llu\n", l["link"].get<std::string>().c_str(),
+        std::printf("  %-24s %12llu %16llu %10llu %10llu %10llu %10llu %10llu%s\n", l["link"].get<std::string>().c_str(),
                     static_cast<unsigned long long>(l["tx_frames"].get<std::uint64_t>()),
                     static_cast<unsigned long long>(l["tx_bytes"].get<std::uint64_t>()),
-                    static_cast<unsigned long long>(drops));
+                    static_cast<unsigned long long>(drops), count(l, "drops_loss"), count(l, "frames_corrupted"),
+                    count(l, "frames_duplicated"), count(l, "frames_reordered"), l.value("up", true) ? "" : "  (down)");
     }
 }
 
@@ -231,6 +241,8 @@ int main(int argc, char** argv) {
     auto* up = app.add_subcommand("up", "start a fabric in the background and return when it is ready");
     up->add_option("config", config_path, "topology file (default: configs/two-hosts.yaml)");
     up->add_option("--name", name, "fabric name (default: the config's `fabric:`, else its file name)");
+    bool foreground = false;
+    up->add_flag("--foreground", foreground, "run the daemon in this process, logging to the terminal");
 
     std::string fabric;
     auto* down = app.add_subcommand("down", "stop a fabric");
@@ -259,9 +271,23 @@ int main(int argc, char** argv) {
     capture->add_option("--file,-w", file, "pcap file to write (nanosecond timestamps)");
     capture->add_flag("--stop", stop_capture, "stop the capture and close the file");
 
+    std::string loss, corruption, duplication, reordering, reorder_delay;
+    bool link_down = false, link_up = false;
+    auto* link = app.add_subcommand("link", "fault injection on a cable (both directions): loss, corruption, "
+                                            "duplication, reordering, down/up; with no option, print its state");
+    link->add_option("--fabric", fabric, "which fabric (default: the only one running)");
+    link->add_option("endpoint", endpoint, "one end of the cable, e.g. h1/rfab0 or sw1/swp2")->required();
+    link->add_option("--loss", loss, "probability a frame is lost: 0.01 or 1%");
+    link->add_option("--corruption", corruption, "probability a frame is corrupted (fails the ICRC check)");
+    link->add_option("--duplication", duplication, "probability a frame is delivered twice");
+    link->add_option("--reordering", reordering, "probability a frame is held back and overtaken");
+    link->add_option("--reorder-delay", reorder_delay, "how long a reordered frame is held back, e.g. 10us");
+    auto* down_flag = link->add_flag("--down", link_down, "take the cable down (new frames are dropped)");
+    link->add_flag("--up", link_up, "bring the cable up")->excludes(down_flag);
+
     CLI11_PARSE(app, argc, argv);
 
-    if (*up) return command_up(config_path, name);
+    if (*up) return command_up(config_path, name, foreground);
     if (*down) return command_down(fabric);
     if (*run) return command_run(fabric, host, program);
     if (*show) {
@@ -287,6 +313,26 @@ int main(int argc, char** argv) {
     }
     if (*list) {
         for (const auto& f : running_fabrics()) std::cout << f << "\n";
+        return 0;
+    }
+    if (*link) {
+        json request = {{"op", "link"}, {"endpoint", endpoint}};
+        json faults = json::object();
+        for (const auto& [key, value] : {std::pair{"loss", &loss}, std::pair{"corruption", &corruption},
+                                         std::pair{"duplication", &duplication}, std::pair{"reordering", &reordering},
+                                         std::pair{"reorder_delay", &reorder_delay}})
+            if (!value->empty()) faults[key] = *value;
+        if (!faults.empty()) request["faults"] = faults;
+        if (link_down || link_up) request["up"] = link_up;
+        const auto reply = request_or_fail(choose_fabric(fabric), request);
+        const json& f = reply["faults"];
+        std::printf("%s: %s, loss %s, corruption %s, duplication %s, reordering %s (held %s ns)\n",
+                    endpoint.c_str(), reply.value("up", true) ? "up" : "down",
+                    config::format_probability(f.value("loss", 0.0)).c_str(),
+                    config::format_probability(f.value("corruption", 0.0)).c_str(),
+                    config::format_probability(f.value("duplication", 0.0)).c_str(),
+                    config::format_probability(f.value("reordering", 0.0)).c_str(),
+                    std::to_string(f.value("reorder_delay_ns", std::int64_t{0})).c_str());
         return 0;
     }
     return 0;
