@@ -1,0 +1,1499 @@
+// rdma-integrity: a data-integrity test for an RC queue pair, written against plain libibverbs so
+// that it runs unchanged on the rocefab fabric and on real RDMA hardware.
+//
+//   rdma-integrity --server [-d DEV] [-g GID_INDEX] [-p PORT] [-e]
+//   rdma-integrity HOST [-d DEV] [-g GID_INDEX] [-p PORT] [-n MESSAGES] [--seed S] [--mtu 1024|4096]
+//                       [--max-size BYTES] [--ops send,send_imm,write,write_imm] [-e]
+//
+// The client sends a seeded pseudo-random sequence of messages; message `seq` has an opcode, a
+// size and a payload that are pure functions of (seed, seq), so the server regenerates the whole
+// schedule from the parameters the client sends it over TCP and checks every byte, every length,
+// every immediate and the order. RDMA WRITEs land in a region of the server's memory; after each
+// batch of writes the client sends a CHECK message naming, for each write, its sequence number and
+// where it landed, and the server verifies the region (RC ordering puts the writes' data in place
+// before the SEND that follows them completes). The server returns CREDIT messages so the client
+// never overruns the server's receive queue and knows which parts of the region it may reuse.
+//
+// Control messages from the client are SEND WITH IMMEDIATE with the top bit of the immediate set;
+// data immediates carry the sequence number (top bit clear).
+//
+// Only <infiniband/verbs.h>, the C/C++ standard library and POSIX sockets are used.
+
+#include <infiniband/verbs.h>
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Operations. A table, so that READ and the atomics can be switched on when the NIC offers them.
+
+enum class op_kind : std::uint8_t { send, send_imm, write, write_imm, read, cmp_swap, fetch_add };
+
+struct op_info {
+    const char* name;
+    ibv_wr_opcode wr_opcode;
+    ibv_wc_opcode sender_completion;
+    bool implemented;       // by this program; READ and atomics come with the NIC's support
+    bool consumes_receive;  // takes one receive WQE at the server
+    bool uses_region;       // addresses the server's registered region
+    bool carries_immediate; // immediate = sequence number
+    bool may_inline;
+};
+
+constexpr op_info op_table[] = {
+    {"send", IBV_WR_SEND, IBV_WC_SEND, true, true, false, false, true},
+    {"send_imm", IBV_WR_SEND_WITH_IMM, IBV_WC_SEND, true, true, false, true, true},
+    {"write", IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, true, false, true, false, true},
+    {"write_imm", IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE, true, true, true, true, true},
+    {"read", IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, false, false, true, false, false},
+    {"cmp_swap", IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP, false, false, true, false, false},
+    {"fetch_add", IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, false, false, true, false, false},
+};
+constexpr unsigned op_count = sizeof op_table / sizeof op_table[0];
+
+const op_info& info(op_kind op) { return op_table[static_cast<unsigned>(op)]; }
+
+// ---------------------------------------------------------------------------------------------
+// Failure: the first error ends the run. The peer is told over TCP so that it stops too.
+
+int g_tcp = -1;
+bool g_peer_done = false; // the peer sent 'D' and waits in the final barrier
+const char* g_role = "rdma-integrity";
+
+[[noreturn]] void fail(const char* format, ...) __attribute__((format(printf, 1, 2)));
+[[noreturn]] void fail(const char* format, ...) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "rdma-integrity: %s: error: ", g_role);
+    va_list args;
+    va_start(args, format);
+    std::vfprintf(stderr, format, args);
+    va_end(args);
+    std::fputc('\n', stderr);
+    if (g_tcp >= 0) {
+        const char e = 'E';
+        [[maybe_unused]] auto ignored = ::send(g_tcp, &e, 1, MSG_NOSIGNAL);
+    }
+    std::exit(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic randomness and payloads.
+
+constexpr std::uint64_t golden = 0x9E3779B97F4A7C15ull;
+
+constexpr std::uint64_t splitmix64(std::uint64_t x) {
+    x += golden;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+struct rng {
+    std::uint64_t state;
+    std::uint64_t next() { return splitmix64(state += golden); }
+    std::uint32_t below(std::uint32_t n) { return n ? static_cast<std::uint32_t>(next() % n) : 0; }
+};
+
+std::uint64_t payload_key(std::uint64_t seed, std::uint64_t seq) { return splitmix64(seed ^ splitmix64(seq + 1)); }
+
+// Byte i of a message is byte (i % 8) (little-endian) of splitmix64(key + (i / 8) * golden).
+std::uint64_t payload_word(std::uint64_t key, std::uint64_t word) { return splitmix64(key + word * golden); }
+
+void fill_payload(std::uint8_t* dst, std::size_t length, std::uint64_t key, std::uint64_t offset) {
+    while (length) {
+        const std::uint64_t word = payload_word(key, offset >> 3);
+        const unsigned first = offset & 7;
+        const std::size_t take = std::min<std::size_t>(8 - first, length);
+        if (take == 8 && std::endian::native == std::endian::little) {
+            std::memcpy(dst, &word, 8);
+        } else {
+            for (std::size_t i = 0; i < take; ++i) dst[i] = static_cast<std::uint8_t>(word >> (8 * (first + i)));
+        }
+        dst += take;
+        offset += take;
+        length -= take;
+    }
+}
+
+// The first offset (relative to `offset`) whose byte differs from the payload, or nullopt.
+std::optional<std::size_t> payload_mismatch(const std::uint8_t* p, std::size_t length, std::uint64_t key,
+                                            std::uint64_t offset, std::uint8_t* expected_byte) {
+    std::size_t done = 0;
+    while (done < length) {
+        const std::uint64_t word = payload_word(key, (offset + done) >> 3);
+        const unsigned first = (offset + done) & 7;
+        const std::size_t take = std::min<std::size_t>(8 - first, length - done);
+        if (take == 8 && std::endian::native == std::endian::little && std::memcmp(p + done, &word, 8) == 0) {
+            done += 8;
+            continue;
+        }
+        for (std::size_t i = 0; i < take; ++i) {
+            const auto want = static_cast<std::uint8_t>(word >> (8 * (first + i)));
+            if (p[done + i] != want) {
+                *expected_byte = want;
+                return done + i;
+            }
+        }
+        done += take;
+    }
+    return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The schedule: what message `seq` is. Both sides compute it from the same parameters.
+
+struct run_parameters {
+    std::uint64_t seed = 1;
+    std::uint64_t messages = 10000;
+    std::uint32_t max_size = 65536;
+    std::uint32_t mtu = 1024;
+    std::uint32_t ops_mask = 0; // bit per op_kind
+};
+
+struct message_plan {
+    std::uint64_t seq;
+    op_kind op;
+    std::uint32_t size;
+    rng r; // continues after op and size: the sender draws its own choices (SGEs, inline, signal) from it
+};
+
+std::vector<op_kind> enabled_ops(std::uint32_t mask) {
+    std::vector<op_kind> ops;
+    for (unsigned i = 0; i < op_count; ++i)
+        if (mask & (1u << i)) ops.push_back(static_cast<op_kind>(i));
+    return ops;
+}
+
+std::uint32_t pick_size(rng& r, std::uint32_t max_size, std::uint32_t mtu) {
+    const std::uint32_t pick = r.below(100);
+    if (pick < 5) return 0;
+    if (pick < 8) return max_size;
+    if (pick < 20) { // around a multiple of the path MTU, where segmentation has its edges
+        const std::uint32_t multiples = std::max<std::uint32_t>(1, max_size / mtu);
+        const std::int64_t size = std::int64_t(1 + r.below(multiples)) * mtu + std::int64_t(r.below(3)) - 1;
+        return static_cast<std::uint32_t>(std::clamp<std::int64_t>(size, 0, max_size));
+    }
+    // Log-uniform: as many small messages as large ones.
+    const unsigned bits = static_cast<unsigned>(std::bit_width(max_size));
+    const std::uint32_t limit = std::min<std::uint64_t>(max_size, (1ull << r.below(bits + 1)) - 1);
+    return r.below(limit + 1);
+}
+
+message_plan plan_of(const run_parameters& p, const std::vector<op_kind>& ops, std::uint64_t seq) {
+    message_plan m{seq, op_kind::send, 0, rng{splitmix64(p.seed * golden ^ splitmix64(seq))}};
+    m.op = ops[m.r.below(static_cast<std::uint32_t>(ops.size()))];
+    m.size = pick_size(m.r, p.max_size, p.mtu);
+    return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Big-endian serialisation of the messages exchanged over TCP and over the QP.
+
+struct writer {
+    std::uint8_t* p;
+    void u32(std::uint32_t v) { v = htobe32(v); std::memcpy(p, &v, 4); p += 4; }
+    void u64(std::uint64_t v) { v = htobe64(v); std::memcpy(p, &v, 8); p += 8; }
+    void bytes(const void* b, std::size_t n) { std::memcpy(p, b, n); p += n; }
+};
+
+struct reader {
+    const std::uint8_t* p;
+    std::uint32_t u32() { std::uint32_t v; std::memcpy(&v, p, 4); p += 4; return be32toh(v); }
+    std::uint64_t u64() { std::uint64_t v; std::memcpy(&v, p, 8); p += 8; return be64toh(v); }
+    void bytes(void* b, std::size_t n) { std::memcpy(b, p, n); p += n; }
+};
+
+constexpr std::uint32_t hello_magic = 0x52494E31;  // "RIN1"
+constexpr std::uint32_t check_magic = 0x43484B31;  // "CHK1"
+constexpr std::uint32_t credit_magic = 0x43524431; // "CRD1"
+constexpr std::uint32_t control_immediate = 0x80000000u;
+
+// Client -> server over TCP.
+struct client_hello {
+    run_parameters run;
+    std::uint32_t qpn, psn, lid;
+    std::uint8_t gid[16];
+    static constexpr std::size_t wire_size = 4 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 16;
+};
+
+// Server -> client over TCP.
+struct server_hello {
+    std::uint32_t qpn, psn, lid;
+    std::uint8_t gid[16];
+    std::uint64_t region_address, region_size;
+    std::uint32_t rkey, receive_depth;
+    static constexpr std::size_t wire_size = 4 + 4 + 4 + 4 + 16 + 8 + 8 + 4 + 4;
+};
+
+// Client -> server over the QP.
+enum class control_type : std::uint32_t { check = 1, done = 2 };
+constexpr std::uint32_t flag_ack_request = 1;
+struct write_entry {
+    std::uint64_t seq, offset;
+    std::uint32_t length, op;
+};
+constexpr std::size_t max_writes_per_check = 8;
+constexpr std::size_t control_header_size = 4 * 4 + 8 + 8;
+constexpr std::size_t write_entry_size = 8 + 8 + 4 + 4;
+constexpr std::size_t max_control_size = control_header_size + max_writes_per_check * write_entry_size;
+
+// Server -> client over the QP.
+enum class credit_type : std::uint32_t { credit = 1, final = 2 };
+struct credit_message {
+    credit_type type;
+    std::uint64_t receives_reposted; // receives the server has consumed and posted again
+    std::uint64_t verified_through;  // every seq below this is verified
+    std::uint64_t messages, bytes;   // final: what the server saw
+    static constexpr std::size_t wire_size = 4 + 4 + 8 + 8 + 8 + 8;
+};
+
+// ---------------------------------------------------------------------------------------------
+// TCP set-up, as ibv_rc_pingpong does it.
+
+void write_all(int fd, const void* data, std::size_t n) {
+    auto p = static_cast<const char*>(data);
+    while (n) {
+        const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) fail("TCP send: %s", std::strerror(errno));
+        p += k;
+        n -= static_cast<std::size_t>(k);
+    }
+}
+
+void read_all(int fd, void* data, std::size_t n) {
+    auto p = static_cast<char*>(data);
+    while (n) {
+        const ssize_t k = ::recv(fd, p, n, 0);
+        if (k < 0 && errno == EINTR) continue;
+        if (k == 0) fail("TCP: the peer closed the connection during set-up");
+        if (k < 0) fail("TCP receive: %s", std::strerror(errno));
+        p += k;
+        n -= static_cast<std::size_t>(k);
+    }
+}
+
+int tcp_listen_and_accept(std::uint16_t port) {
+    // IPv6 with IPv4-mapped addresses when the kernel has IPv6, plain IPv4 otherwise.
+    int s = ::socket(AF_INET6, SOCK_STREAM, 0);
+    int one = 1, zero = 0;
+    int bound = -1;
+    if (s >= 0) {
+        ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        ::setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_addr = in6addr_any;
+        a.sin6_port = htons(port);
+        bound = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    if (s < 0 || (bound < 0 && errno == EAFNOSUPPORT)) {
+        if (s >= 0) ::close(s);
+        s = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (s < 0) fail("socket: %s", std::strerror(errno));
+        ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_ANY);
+        a.sin_port = htons(port);
+        bound = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    if (bound < 0) fail("bind to port %u: %s", port, std::strerror(errno));
+    if (::listen(s, 1) < 0) fail("listen: %s", std::strerror(errno));
+    const int c = ::accept(s, nullptr, nullptr);
+    if (c < 0) fail("accept: %s", std::strerror(errno));
+    ::close(s);
+    ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return c;
+}
+
+int tcp_connect(const std::string& host, std::uint16_t port) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const std::string service = std::to_string(port);
+    if (const int e = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); e)
+        fail("%s: %s", host.c_str(), ::gai_strerror(e));
+    // The server may still be setting up: retry for a while, as a user would.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (;;) {
+        for (addrinfo* a = found; a; a = a->ai_next) {
+            const int s = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+            if (s < 0) continue;
+            if (::connect(s, a->ai_addr, a->ai_addrlen) == 0) {
+                ::freeaddrinfo(found);
+                int one = 1;
+                ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                return s;
+            }
+            ::close(s);
+        }
+        if (std::chrono::steady_clock::now() > deadline) fail("couldn't connect to %s:%u", host.c_str(), port);
+        ::usleep(100000);
+    }
+}
+
+// During the run the TCP connection carries one byte: 'D' when a side is done, 'E' on error.
+// Returns true when the peer failed or vanished.
+bool peer_failed(int fd) {
+    if (g_peer_done) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    char c;
+    const ssize_t k = ::recv(fd, &c, 1, MSG_PEEK);
+    if (k == 1 && c == 'D') { // done first; the byte is read by the final barrier
+        g_peer_done = true;
+        return false;
+    }
+    return true;
+}
+
+void final_barrier(int fd) {
+    const char d = 'D';
+    write_all(fd, &d, 1);
+    char c = 0;
+    const ssize_t k = ::recv(fd, &c, 1, MSG_WAITALL);
+    if (k != 1 || c != 'D') fail("the peer did not finish cleanly");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verbs resources common to both sides.
+
+struct options {
+    bool server = false;
+    std::string host;
+    std::string device;
+    int gid_index = 0;
+    std::uint16_t port = 18517;
+    bool events = false;
+    unsigned stall_seconds = 30;
+    std::optional<std::uint64_t> corrupt_from; // test the tester: flip a byte of the first non-empty message from here
+    run_parameters run;
+};
+
+struct verbs_context {
+    ibv_context* context = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_comp_channel* channel = nullptr;
+    ibv_cq* cq = nullptr;
+    ibv_qp* qp = nullptr;
+    ibv_device_attr device{};
+    ibv_port_attr port{};
+    ibv_gid gid{};
+    std::uint32_t psn = 0;
+    std::uint32_t max_inline = 0, max_send_sge = 1, max_recv_sge = 1;
+    bool armed = false;
+};
+
+void open_device(verbs_context& v, const options& o) {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    if (!list || n == 0) fail("no RDMA devices found");
+    ibv_device* chosen = nullptr;
+    for (int i = 0; i < n; ++i)
+        if (o.device.empty() || o.device == ibv_get_device_name(list[i])) {
+            chosen = list[i];
+            break;
+        }
+    if (!chosen) fail("device %s not found", o.device.c_str());
+    v.context = ibv_open_device(chosen);
+    if (!v.context) fail("ibv_open_device %s: %s", ibv_get_device_name(chosen), std::strerror(errno));
+    ibv_free_device_list(list);
+    if (ibv_query_device(v.context, &v.device)) fail("ibv_query_device failed");
+    if (ibv_query_port(v.context, 1, &v.port)) fail("ibv_query_port failed");
+    if (ibv_query_gid(v.context, 1, o.gid_index, &v.gid)) fail("ibv_query_gid index %d failed", o.gid_index);
+    v.pd = ibv_alloc_pd(v.context);
+    if (!v.pd) fail("ibv_alloc_pd failed");
+    if (o.events) {
+        v.channel = ibv_create_comp_channel(v.context);
+        if (!v.channel) fail("ibv_create_comp_channel failed");
+    }
+    std::random_device entropy;
+    v.psn = entropy() & 0xffffff;
+}
+
+void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t receive_depth,
+                       std::uint32_t send_sge, std::uint32_t recv_sge) {
+    const int cqe = static_cast<int>(send_depth + receive_depth + 16);
+    v.cq = ibv_create_cq(v.context, std::min(cqe, v.device.max_cqe), nullptr, v.channel, 0);
+    if (!v.cq) fail("ibv_create_cq(%d) failed", cqe);
+    const std::uint32_t sge_limit = static_cast<std::uint32_t>(std::max(1, v.device.max_sge));
+    // Not every device offers 256 bytes of inline data; take the most it grants.
+    for (std::uint32_t inline_data : {256u, 64u, 0u}) {
+        ibv_qp_init_attr a{};
+        a.send_cq = v.cq;
+        a.recv_cq = v.cq;
+        a.qp_type = IBV_QPT_RC;
+        a.cap.max_send_wr = send_depth;
+        a.cap.max_recv_wr = receive_depth;
+        a.cap.max_send_sge = std::min(send_sge, sge_limit);
+        a.cap.max_recv_sge = std::min(recv_sge, sge_limit);
+        a.cap.max_inline_data = inline_data;
+        v.qp = ibv_create_qp(v.pd, &a);
+        if (v.qp) {
+            v.max_inline = std::min(a.cap.max_inline_data, 256u);
+            v.max_send_sge = std::min(a.cap.max_send_sge, send_sge);
+            v.max_recv_sge = std::min(a.cap.max_recv_sge, recv_sge);
+            break;
+        }
+    }
+    if (!v.qp) fail("ibv_create_qp failed: %s", std::strerror(errno));
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num = 1;
+    attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    if (ibv_modify_qp(v.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+        fail("ibv_modify_qp to INIT failed");
+}
+
+ibv_mtu mtu_enum(std::uint32_t mtu) { return mtu == 4096 ? IBV_MTU_4096 : IBV_MTU_1024; }
+
+void connect_queue_pair(verbs_context& v, const options& o, std::uint32_t mtu, std::uint32_t remote_qpn,
+                        std::uint32_t remote_psn, std::uint32_t remote_lid, const std::uint8_t remote_gid[16]) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.path_mtu = mtu_enum(mtu);
+    attr.dest_qp_num = remote_qpn;
+    attr.rq_psn = remote_psn;
+    attr.max_dest_rd_atomic = 1;
+    attr.min_rnr_timer = 12;
+    attr.ah_attr.is_global = 1;
+    attr.ah_attr.dlid = static_cast<std::uint16_t>(remote_lid);
+    attr.ah_attr.sl = 0;
+    attr.ah_attr.port_num = 1;
+    std::memcpy(attr.ah_attr.grh.dgid.raw, remote_gid, 16);
+    attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(o.gid_index);
+    attr.ah_attr.grh.hop_limit = 64;
+    if (ibv_modify_qp(v.qp, &attr,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+        fail("ibv_modify_qp to RTR failed (path MTU %u, GID index %d)", mtu, o.gid_index);
+    attr = {};
+    attr.qp_state = IBV_QPS_RTS;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = 7;
+    attr.sq_psn = v.psn;
+    attr.max_rd_atomic = 1;
+    if (ibv_modify_qp(v.qp, &attr,
+                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                          IBV_QP_MAX_QP_RD_ATOMIC))
+        fail("ibv_modify_qp to RTS failed");
+}
+
+ibv_mr* register_memory(verbs_context& v, std::vector<std::uint8_t>& buffer, int access) {
+    ibv_mr* mr = ibv_reg_mr(v.pd, buffer.data(), buffer.size(), access);
+    if (!mr) fail("ibv_reg_mr of %zu bytes failed: %s", buffer.size(), std::strerror(errno));
+    return mr;
+}
+
+// Polls up to `n` completions. With completion events, when the CQ is empty, arms it (then polls
+// once more, closing the race) and finally sleeps on the channel and the TCP socket.
+int poll_completions(verbs_context& v, ibv_wc* wc, int n) {
+    const int got = ibv_poll_cq(v.cq, n, wc);
+    if (got < 0) fail("ibv_poll_cq failed");
+    return got;
+}
+
+void wait_for_completion(verbs_context& v) {
+    if (!v.channel) return;
+    if (!v.armed) {
+        if (ibv_req_notify_cq(v.cq, 0)) fail("ibv_req_notify_cq failed");
+        v.armed = true;
+        return; // the caller polls again before sleeping
+    }
+    pollfd fds[2] = {{v.channel->fd, POLLIN, 0}, {g_tcp, POLLIN, 0}};
+    if (::poll(fds, g_peer_done ? 1 : 2, 1000) < 0 && errno != EINTR) fail("poll: %s", std::strerror(errno));
+    if (fds[0].revents & POLLIN) {
+        ibv_cq* cq;
+        void* ctx;
+        if (ibv_get_cq_event(v.channel, &cq, &ctx)) fail("ibv_get_cq_event failed");
+        if (cq != v.cq) fail("completion event for an unknown CQ");
+        ibv_ack_cq_events(cq, 1);
+        v.armed = false;
+    }
+}
+
+void check_status(const ibv_wc& wc) {
+    if (wc.status != IBV_WC_SUCCESS)
+        fail("completion wr_id %llu: status %s (%d), vendor error 0x%x", static_cast<unsigned long long>(wc.wr_id),
+             ibv_wc_status_str(wc.status), wc.status, wc.vendor_err);
+}
+
+const char* wc_opcode_name(int op) {
+    switch (op) {
+    case IBV_WC_SEND: return "SEND";
+    case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+    case IBV_WC_RDMA_READ: return "RDMA_READ";
+    case IBV_WC_COMP_SWAP: return "COMP_SWAP";
+    case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+    case IBV_WC_RECV: return "RECV";
+    case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+    default: return "other";
+    }
+}
+
+// Stall watchdog: a run that stops making progress reports where it stood instead of hanging.
+struct watchdog {
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    unsigned idle = 0;
+    void progress() { last = std::chrono::steady_clock::now(); idle = 0; }
+    // Call when an iteration did nothing; returns true when it is time to give up.
+    bool idle_and_expired(unsigned seconds, bool events) {
+        if (!events && (++idle & 4095)) return false;
+        if (peer_failed(g_tcp)) fail("the peer reported an error or closed the connection");
+        return std::chrono::steady_clock::now() - last > std::chrono::seconds(seconds);
+    }
+};
+
+// A ring of bytes handed out in order and released in order, each allocation tagged with a key
+// (a work request index or a sequence number) so that "everything up to key K is done" frees it.
+class byte_ring {
+public:
+    explicit byte_ring(std::size_t size) : _size(size) {}
+    std::optional<std::size_t> allocate(std::size_t n, std::uint64_t key) {
+        if (n == 0) n = 1; // keeps each allocation distinct and ordered
+        std::size_t at = 0;
+        if (!_live.empty()) {
+            const std::size_t tail = _live.front().start;
+            const std::size_t head = _live.back().start + _live.back().length;
+            if (_live.back().start >= tail) { // live bytes are [tail, head): free at the end, then the start
+                if (n <= _size - head) at = head;
+                else if (n <= tail) at = 0;   // never split an allocation: skip the end
+                else return std::nullopt;
+            } else { // wrapped: free bytes are [head, tail)
+                if (n > tail - head) return std::nullopt;
+                at = head;
+            }
+        } else if (n > _size) {
+            return std::nullopt;
+        }
+        _live.push_back({key, at, n});
+        _used += n;
+        return at;
+    }
+    void undo_last() {
+        _used -= _live.back().length;
+        _live.pop_back();
+    }
+    void release_through(std::uint64_t key) { // every allocation with key <= `key`
+        while (!_live.empty() && _live.front().key <= key) release_front();
+    }
+    void release_below(std::uint64_t key) {
+        while (!_live.empty() && _live.front().key < key) release_front();
+    }
+    // Bytes that cannot be allocated now: the live ones and the skipped end.
+    std::size_t occupied() const {
+        if (_live.empty()) return 0;
+        const std::size_t tail = _live.front().start, head = _live.back().start + _live.back().length;
+        return _live.back().start >= tail ? head - tail : _size - tail + head;
+    }
+    std::size_t used() const { return _used; }
+    std::size_t size() const { return _size; }
+    bool empty() const { return _live.empty(); }
+
+private:
+    struct allocation {
+        std::uint64_t key;
+        std::size_t start, length;
+    };
+    void release_front() {
+        _used -= _live.front().length;
+        _live.pop_front();
+    }
+    std::size_t _size, _used = 0;
+    std::deque<allocation> _live;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Server.
+
+constexpr std::size_t canary_gap = 64;
+constexpr std::uint8_t receive_canary = 0xA5;
+constexpr std::uint8_t region_canary = 0x5A;
+constexpr std::uint32_t server_send_depth = 32;
+constexpr std::uint32_t client_receive_depth = 32;
+constexpr std::size_t credit_slot = 64;
+
+// A receive slot: `pieces` scatter entries over a logical buffer of `capacity` bytes, each piece
+// followed by a canary gap that the NIC must never touch.
+struct receive_layout {
+    std::size_t capacity, stride;
+    std::uint32_t max_pieces;
+    std::uint32_t pieces(std::uint64_t slot) const { return 1 + static_cast<std::uint32_t>(slot % max_pieces); }
+    std::size_t piece_length(std::uint32_t pieces) const { return (capacity + pieces - 1) / pieces; }
+};
+
+class server {
+public:
+    server(verbs_context& v, const options& o, const client_hello& hello)
+        : _v(v), _o(o), _run(hello.run), _ops(enabled_ops(hello.run.ops_mask)) {
+        const std::size_t capacity = std::max<std::size_t>(_run.max_size, max_control_size);
+        // 256 receives, fewer for big messages: the receive buffers stay under 64 MiB.
+        _depth = static_cast<std::uint32_t>(std::clamp<std::size_t>((64u << 20) / (capacity + 4 * canary_gap), 16, 256));
+        _depth = std::min<std::uint32_t>(_depth, static_cast<std::uint32_t>(v.device.max_qp_wr));
+        _layout.capacity = capacity;
+        _layout.max_pieces = 3;
+        create_queue_pair(v, server_send_depth, _depth, 1, _layout.max_pieces);
+        _layout.max_pieces = std::max<std::uint32_t>(1, std::min(_layout.max_pieces, v.max_recv_sge));
+        _layout.stride = (capacity + _layout.max_pieces * (canary_gap + 8) + 63) & ~std::size_t(63);
+        _receive.assign(_layout.stride * _depth, receive_canary);
+        _receive_mr = register_memory(v, _receive, IBV_ACCESS_LOCAL_WRITE);
+        _region.assign(std::max<std::size_t>(4ull * _run.max_size, 256u << 10), region_canary);
+        _region_mr = register_memory(v, _region, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        _credits.assign(credit_slot * server_send_depth, 0);
+        _credits_mr = register_memory(v, _credits, IBV_ACCESS_LOCAL_WRITE);
+        for (std::uint32_t i = 0; i < _depth; ++i) post_receive();
+    }
+
+    server_hello hello() const {
+        server_hello h{};
+        h.qpn = _v.qp->qp_num;
+        h.psn = _v.psn;
+        h.lid = _v.port.lid;
+        std::memcpy(h.gid, _v.gid.raw, 16);
+        h.region_address = reinterpret_cast<std::uintptr_t>(_region.data());
+        h.region_size = _region.size();
+        h.rkey = _region_mr->rkey;
+        h.receive_depth = _depth;
+        return h;
+    }
+
+    void run() {
+        ibv_wc wc[32];
+        watchdog dog;
+        while (!(_finished && _sends_outstanding == 0)) {
+            const int n = poll_completions(_v, wc, 32);
+            for (int i = 0; i < n; ++i) handle(wc[i]);
+            const bool sent = maybe_send_credit();
+            if (n > 0 || sent) {
+                dog.progress();
+                continue;
+            }
+            if (dog.idle_and_expired(_o.stall_seconds, _v.channel))
+                fail("stalled for %u s: %llu of %llu messages verified, %llu receives completed", _o.stall_seconds,
+                     static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(_run.messages),
+                     static_cast<unsigned long long>(_receives_completed));
+            wait_for_completion(_v);
+        }
+        std::printf("rdma-integrity: %llu messages, %llu bytes, 0 errors\n",
+                    static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(_bytes));
+        std::fflush(stdout);
+    }
+
+private:
+    void post_receive() {
+        const std::uint64_t wr_id = _receives_posted++;
+        const std::uint64_t slot = wr_id % _depth;
+        const std::uint32_t pieces = _layout.pieces(slot);
+        const std::size_t piece = _layout.piece_length(pieces);
+        ibv_sge sge[4];
+        std::uint8_t* base = _receive.data() + slot * _layout.stride;
+        for (std::uint32_t j = 0; j < pieces; ++j) {
+            const std::size_t length = std::min(piece, _layout.capacity - std::min(_layout.capacity, j * piece));
+            sge[j] = {reinterpret_cast<std::uintptr_t>(base + j * (piece + canary_gap)),
+                      static_cast<std::uint32_t>(length), _receive_mr->lkey};
+        }
+        ibv_recv_wr wr{};
+        wr.wr_id = wr_id;
+        wr.sg_list = sge;
+        wr.num_sge = static_cast<int>(pieces);
+        ibv_recv_wr* bad = nullptr;
+        if (const int e = ibv_post_recv(_v.qp, &wr, &bad)) fail("ibv_post_recv: %s", std::strerror(e));
+    }
+
+    // Calls f(logical_offset, pointer, length) for each piece of the slot's first `length` bytes.
+    template <typename F>
+    void for_each_piece(std::uint64_t slot, std::size_t length, F f) {
+        const std::uint32_t pieces = _layout.pieces(slot);
+        const std::size_t piece = _layout.piece_length(pieces);
+        std::uint8_t* base = _receive.data() + slot * _layout.stride;
+        for (std::uint32_t j = 0; j < pieces && j * piece < length; ++j)
+            f(j * piece, base + j * (piece + canary_gap), std::min(piece, length - j * piece));
+    }
+
+    // Checks the data, then that nothing beyond it (the rest of the piece, the gaps) was written;
+    // then restores the canary for the slot's next use.
+    void verify_receive(std::uint64_t slot, const message_plan& m, std::uint32_t byte_len) {
+        const std::uint64_t key = payload_key(_run.seed, m.seq);
+        for_each_piece(slot, byte_len, [&](std::size_t offset, std::uint8_t* p, std::size_t length) {
+            std::uint8_t want = 0;
+            if (auto bad = payload_mismatch(p, length, key, offset, &want))
+                fail("seq %llu (%s, %u bytes): byte at offset %zu: expected 0x%02x, got 0x%02x",
+                     static_cast<unsigned long long>(m.seq), info(m.op).name, m.size, offset + *bad, want, p[*bad]);
+        });
+        check_and_restore_canary(slot, byte_len, m.seq);
+    }
+
+    void check_and_restore_canary(std::uint64_t slot, std::size_t byte_len, std::uint64_t seq) {
+        const std::uint32_t pieces = _layout.pieces(slot);
+        const std::size_t piece = _layout.piece_length(pieces);
+        std::uint8_t* base = _receive.data() + slot * _layout.stride;
+        for (std::uint32_t j = 0; j < pieces; ++j) {
+            const std::size_t start = j * piece;
+            const std::size_t length = std::min(piece, _layout.capacity - std::min(_layout.capacity, start));
+            std::uint8_t* p = base + j * (piece + canary_gap);
+            const std::size_t data = byte_len > start ? std::min(length, byte_len - start) : 0;
+            // Past the data: up to 64 bytes of the piece and the whole gap after it.
+            const std::size_t check_end = std::min(length, data + 64);
+            for (std::size_t i = data; i < check_end; ++i)
+                if (p[i] != receive_canary)
+                    fail("seq %llu: receive buffer written beyond the message's %zu bytes at offset %zu (got 0x%02x)",
+                         static_cast<unsigned long long>(seq), byte_len, start + i, p[i]);
+            for (std::size_t i = 0; i < canary_gap; ++i)
+                if (p[length + i] != receive_canary)
+                    fail("seq %llu: receive scatter gap %u written at byte %zu (got 0x%02x)",
+                         static_cast<unsigned long long>(seq), j, i, p[length + i]);
+            std::memset(p, receive_canary, data);
+        }
+    }
+
+    message_plan expect(std::uint64_t seq) {
+        if (seq >= _run.messages)
+            fail("message beyond the end of the run: seq %llu of %llu", static_cast<unsigned long long>(seq),
+                 static_cast<unsigned long long>(_run.messages));
+        return plan_of(_run, _ops, seq);
+    }
+
+    void handle(const ibv_wc& wc) {
+        // Only wr_id, status, qp_num and vendor_err are valid in a failed completion.
+        check_status(wc);
+        if (wc.qp_num != _v.qp->qp_num) fail("completion for QP %u, expected %u", wc.qp_num, _v.qp->qp_num);
+        if (wc.opcode & IBV_WC_RECV) {
+            if (wc.wr_id != _receives_completed)
+                fail("receive completion out of order: wr_id %llu, expected %llu",
+                     static_cast<unsigned long long>(wc.wr_id), static_cast<unsigned long long>(_receives_completed));
+            ++_receives_completed;
+            handle_receive(wc);
+            post_receive();
+            if (_receives_posted - _depth - _credited >= _depth / 4) _credit_wanted = true;
+            return;
+        }
+        if (wc.opcode != IBV_WC_SEND) fail("send completion with opcode %s, expected SEND", wc_opcode_name(wc.opcode));
+        if (wc.wr_id != _sends_completed)
+            fail("send completion out of order: wr_id %llu, expected %llu", static_cast<unsigned long long>(wc.wr_id),
+                 static_cast<unsigned long long>(_sends_completed));
+        ++_sends_completed;
+        --_sends_outstanding;
+    }
+
+    void handle_receive(const ibv_wc& wc) {
+        const std::uint64_t slot = wc.wr_id % _depth;
+        const bool with_imm = wc.wc_flags & IBV_WC_WITH_IMM;
+        const std::uint32_t imm = with_imm ? ntohl(wc.imm_data) : 0;
+        if (wc.opcode == IBV_WC_RECV && with_imm && (imm & control_immediate)) return handle_control(slot, wc.byte_len);
+        if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+            if (!with_imm) fail("RECV_RDMA_WITH_IMM completion without IBV_WC_WITH_IMM");
+            return handle_write_immediate(slot, imm, wc.byte_len);
+        }
+        if (wc.opcode != IBV_WC_RECV) fail("receive completion with opcode %s", wc_opcode_name(wc.opcode));
+        // A data SEND: it must be the next message, and every WRITE before it already checked.
+        const message_plan m = expect(_next_seq);
+        const op_kind got = with_imm ? op_kind::send_imm : op_kind::send;
+        if (m.op != got)
+            fail("seq %llu: expected %s (%u bytes), got %s of %u bytes", static_cast<unsigned long long>(m.seq),
+                 info(m.op).name, m.size, info(got).name, wc.byte_len);
+        if (with_imm && imm != (m.seq & 0x7fffffff))
+            fail("seq %llu (send_imm): immediate expected %llu, got %u", static_cast<unsigned long long>(m.seq),
+                 static_cast<unsigned long long>(m.seq & 0x7fffffff), imm);
+        if (wc.byte_len != m.size)
+            fail("seq %llu (%s): byte_len expected %u, got %u", static_cast<unsigned long long>(m.seq), info(m.op).name,
+                 m.size, wc.byte_len);
+        verify_receive(slot, m, wc.byte_len);
+        _bytes += m.size;
+        ++_next_seq;
+    }
+
+    // WRITE WITH IMMEDIATE: the immediate names the sequence number; every message between the
+    // last one accounted for and it must be a plain WRITE. Its data is checked with its batch.
+    void handle_write_immediate(std::uint64_t slot, std::uint32_t imm, std::uint32_t byte_len) {
+        std::uint64_t seq = std::max(_next_seq, _immediate_cursor);
+        for (;; ++seq) {
+            const message_plan m = expect(seq);
+            if (m.op == op_kind::write_imm) break;
+            if (m.op != op_kind::write)
+                fail("seq %llu: expected %s (%u bytes), got write_imm with immediate %u",
+                     static_cast<unsigned long long>(seq), info(m.op).name, m.size, imm);
+        }
+        const message_plan m = expect(seq);
+        if (imm != (seq & 0x7fffffff))
+            fail("seq %llu (write_imm): immediate expected %llu, got %u", static_cast<unsigned long long>(seq),
+                 static_cast<unsigned long long>(seq & 0x7fffffff), imm);
+        if (byte_len != m.size)
+            fail("seq %llu (write_imm): byte_len expected %u, got %u", static_cast<unsigned long long>(seq), m.size,
+                 byte_len);
+        check_and_restore_canary(slot, 0, seq);
+        _immediates.push_back(seq);
+        _immediate_cursor = seq + 1;
+    }
+
+    void handle_control(std::uint64_t slot, std::uint32_t byte_len) {
+        std::uint8_t message[max_control_size];
+        if (byte_len < control_header_size || byte_len > max_control_size)
+            fail("control message of %u bytes (expected %zu..%zu)", byte_len, control_header_size, max_control_size);
+        for_each_piece(slot, byte_len, [&](std::size_t offset, std::uint8_t* p, std::size_t length) {
+            std::memcpy(message + offset, p, length);
+        });
+        check_and_restore_canary(slot, byte_len, _next_seq);
+        reader r{message};
+        const std::uint32_t magic = r.u32(), type = r.u32(), flags = r.u32(), count = r.u32();
+        const std::uint64_t messages = r.u64(), bytes = r.u64();
+        if (magic != check_magic) fail("control message with magic 0x%08x", magic);
+        if (byte_len != control_header_size + count * write_entry_size || count > max_writes_per_check)
+            fail("control message of %u bytes with %u entries", byte_len, count);
+        if (type == static_cast<std::uint32_t>(control_type::check)) {
+            for (std::uint32_t i = 0; i < count; ++i) {
+                write_entry e{r.u64(), r.u64(), r.u32(), r.u32()};
+                verify_write(e);
+            }
+            if (!_immediates.empty())
+                fail("write_imm seq %llu completed at the server but no CHECK named it",
+                     static_cast<unsigned long long>(_immediates.front()));
+        } else if (type == static_cast<std::uint32_t>(control_type::done)) {
+            if (_next_seq != _run.messages || messages != _run.messages)
+                fail("DONE after %llu messages (client says %llu), expected %llu",
+                     static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(messages),
+                     static_cast<unsigned long long>(_run.messages));
+            if (bytes != _bytes)
+                fail("DONE: client sent %llu bytes, server verified %llu", static_cast<unsigned long long>(bytes),
+                     static_cast<unsigned long long>(_bytes));
+            _finishing = true;
+        } else {
+            fail("control message of unknown type %u", type);
+        }
+        if (flags & flag_ack_request) _credit_wanted = true;
+    }
+
+    void verify_write(const write_entry& e) {
+        const message_plan m = expect(_next_seq);
+        if (e.seq != m.seq)
+            fail("CHECK names seq %llu, expected seq %llu (%s)", static_cast<unsigned long long>(e.seq),
+                 static_cast<unsigned long long>(m.seq), info(m.op).name);
+        if (e.op != static_cast<std::uint32_t>(m.op) || !info(m.op).uses_region)
+            fail("seq %llu: expected %s (%u bytes), CHECK names opcode %u", static_cast<unsigned long long>(m.seq),
+                 info(m.op).name, m.size, e.op);
+        if (e.length != m.size)
+            fail("seq %llu (%s): CHECK names %u bytes, expected %u", static_cast<unsigned long long>(m.seq),
+                 info(m.op).name, e.length, m.size);
+        if (e.offset > _region.size() || e.length > _region.size() - e.offset)
+            fail("seq %llu: CHECK names region [%llu, +%u) outside the %zu-byte region",
+                 static_cast<unsigned long long>(m.seq), static_cast<unsigned long long>(e.offset), e.length,
+                 _region.size());
+        if (m.op == op_kind::write_imm) {
+            if (_immediates.empty() || _immediates.front() != m.seq)
+                fail("seq %llu (write_imm): data checked but its receive completion never came",
+                     static_cast<unsigned long long>(m.seq));
+            _immediates.pop_front();
+        }
+        std::uint8_t* p = _region.data() + e.offset;
+        std::uint8_t want = 0;
+        if (auto bad = payload_mismatch(p, e.length, payload_key(_run.seed, m.seq), 0, &want))
+            fail("seq %llu (%s, %u bytes at region offset %llu): byte at offset %zu: expected 0x%02x, got 0x%02x",
+                 static_cast<unsigned long long>(m.seq), info(m.op).name, m.size,
+                 static_cast<unsigned long long>(e.offset), *bad, want, p[*bad]);
+        std::memset(p, region_canary, e.length); // a later write that does not land shows as canary
+        _bytes += m.size;
+        ++_next_seq;
+    }
+
+    bool maybe_send_credit() {
+        if (!(_credit_wanted || (_finishing && !_finished)) || _sends_outstanding >= server_send_depth) return false;
+        const std::uint64_t wr_id = _sends_posted++;
+        std::uint8_t* slot = _credits.data() + (wr_id % server_send_depth) * credit_slot;
+        writer w{slot};
+        w.u32(credit_magic);
+        w.u32(static_cast<std::uint32_t>(_finishing ? credit_type::final : credit_type::credit));
+        w.u64(_receives_posted - _depth);
+        w.u64(_next_seq);
+        w.u64(_next_seq);
+        w.u64(_bytes);
+        ibv_sge sge{reinterpret_cast<std::uintptr_t>(slot), static_cast<std::uint32_t>(credit_message::wire_size),
+                    _credits_mr->lkey};
+        ibv_send_wr wr{};
+        wr.wr_id = wr_id;
+        wr.opcode = IBV_WR_SEND;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr* bad = nullptr;
+        if (const int e = ibv_post_send(_v.qp, &wr, &bad)) fail("ibv_post_send (credit): %s", std::strerror(e));
+        ++_sends_outstanding;
+        _credited = _receives_posted - _depth;
+        _credit_wanted = false;
+        if (_finishing) _finished = true;
+        return true;
+    }
+
+    verbs_context& _v;
+    const options& _o;
+    run_parameters _run;
+    std::vector<op_kind> _ops;
+    std::uint32_t _depth = 0;
+    receive_layout _layout{};
+    std::vector<std::uint8_t> _receive, _region, _credits;
+    ibv_mr *_receive_mr = nullptr, *_region_mr = nullptr, *_credits_mr = nullptr;
+    std::uint64_t _receives_posted = 0, _receives_completed = 0, _credited = 0;
+    std::uint64_t _sends_posted = 0, _sends_completed = 0, _sends_outstanding = 0;
+    std::uint64_t _next_seq = 0, _bytes = 0, _immediate_cursor = 0;
+    std::deque<std::uint64_t> _immediates; // write_imm seqs received, not yet named by a CHECK
+    bool _credit_wanted = false, _finishing = false, _finished = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Client.
+
+constexpr std::uint32_t client_send_depth = 128;
+constexpr unsigned max_chain = 16;         // work requests posted with one ibv_post_send
+constexpr std::size_t sge_gap = 64;        // between the pieces of a gathered message
+constexpr std::uint8_t scribble = 0xEE;    // overwrites inline sources after posting, and gaps
+
+class client {
+public:
+    client(verbs_context& v, const options& o) : _v(v), _o(o), _run(o.run), _ops(enabled_ops(o.run.ops_mask)) {
+        _send_depth = std::min<std::uint32_t>(client_send_depth, static_cast<std::uint32_t>(v.device.max_qp_wr));
+        create_queue_pair(v, _send_depth, client_receive_depth, 6, 1);
+        const std::size_t worst = _run.max_size + 8 * sge_gap + max_control_size;
+        _local_size = std::max<std::size_t>(8 * worst, 1u << 20);
+        _local.assign(_local_size, scribble);
+        _local_mr = register_memory(v, _local, IBV_ACCESS_LOCAL_WRITE);
+        _local_ring.emplace(_local_size);
+        _receive.assign(client_receive_depth * credit_slot, 0);
+        _receive_mr = register_memory(v, _receive, IBV_ACCESS_LOCAL_WRITE);
+        for (std::uint32_t i = 0; i < client_receive_depth; ++i) post_receive();
+    }
+
+    client_hello hello() const {
+        client_hello h{};
+        h.run = _run;
+        h.qpn = _v.qp->qp_num;
+        h.psn = _v.psn;
+        h.lid = _v.port.lid;
+        std::memcpy(h.gid, _v.gid.raw, 16);
+        return h;
+    }
+
+    void connect(const server_hello& s) {
+        _remote_address = s.region_address;
+        _rkey = s.rkey;
+        _server_depth = s.receive_depth;
+        _region_ring.emplace(s.region_size);
+    }
+
+    void run() {
+        ibv_wc wc[32];
+        watchdog dog;
+        while (!(_final_received && _signalled.empty())) {
+            const int n = poll_completions(_v, wc, 32);
+            for (int i = 0; i < n; ++i) handle(wc[i]);
+            const bool posted = post_some();
+            if (n > 0 || posted) {
+                dog.progress();
+                continue;
+            }
+            if (dog.idle_and_expired(_o.stall_seconds, _v.channel))
+                fail("stalled for %u s at seq %llu of %llu: %lld receive credits, %zu of %zu region bytes in use, "
+                     "%llu work requests outstanding, ack %s",
+                     _o.stall_seconds, static_cast<unsigned long long>(_next_seq),
+                     static_cast<unsigned long long>(_run.messages), static_cast<long long>(credits()),
+                     _region_ring->used(), _region_ring->size(), static_cast<unsigned long long>(outstanding()),
+                     _ack_pending ? "requested" : "not requested");
+            wait_for_completion(_v);
+        }
+        std::printf("rdma-integrity: %llu messages, %llu bytes, 0 errors\n",
+                    static_cast<unsigned long long>(_run.messages), static_cast<unsigned long long>(_bytes));
+        std::fflush(stdout);
+    }
+
+private:
+    std::int64_t credits() const {
+        return static_cast<std::int64_t>(_server_depth) - static_cast<std::int64_t>(_receives_used - _server_reposted);
+    }
+    std::uint64_t outstanding() const { return _wrs_posted - _wrs_completed; }
+
+    void post_receive() {
+        const std::uint64_t wr_id = _receives_posted++;
+        ibv_sge sge{reinterpret_cast<std::uintptr_t>(_receive.data() + (wr_id % client_receive_depth) * credit_slot),
+                    static_cast<std::uint32_t>(credit_slot), _receive_mr->lkey};
+        ibv_recv_wr wr{};
+        wr.wr_id = wr_id;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        ibv_recv_wr* bad = nullptr;
+        if (const int e = ibv_post_recv(_v.qp, &wr, &bad)) fail("ibv_post_recv: %s", std::strerror(e));
+    }
+
+    void handle(const ibv_wc& wc) {
+        // Only wr_id, status, qp_num and vendor_err are valid in a failed completion.
+        check_status(wc);
+        if (wc.qp_num != _v.qp->qp_num) fail("completion for QP %u, expected %u", wc.qp_num, _v.qp->qp_num);
+        if (wc.opcode & IBV_WC_RECV) {
+            if (wc.wr_id != _receives_completed)
+                fail("receive completion out of order: wr_id %llu, expected %llu",
+                     static_cast<unsigned long long>(wc.wr_id), static_cast<unsigned long long>(_receives_completed));
+            ++_receives_completed;
+            if (wc.opcode != IBV_WC_RECV || (wc.wc_flags & IBV_WC_WITH_IMM) ||
+                wc.byte_len != credit_message::wire_size)
+                fail("credit message: opcode %s, %u bytes, flags 0x%x; expected RECV of %zu bytes",
+                     wc_opcode_name(wc.opcode), wc.byte_len, wc.wc_flags, credit_message::wire_size);
+            reader r{_receive.data() + (wc.wr_id % client_receive_depth) * credit_slot};
+            if (r.u32() != credit_magic) fail("credit message with a bad magic");
+            const std::uint32_t type = r.u32();
+            const std::uint64_t reposted = r.u64(), verified = r.u64(), messages = r.u64(), bytes = r.u64();
+            if (reposted < _server_reposted || reposted > _receives_used || verified > _next_seq)
+                fail("credit message out of range: %llu receives reposted (%llu used), verified through %llu (%llu sent)",
+                     static_cast<unsigned long long>(reposted), static_cast<unsigned long long>(_receives_used),
+                     static_cast<unsigned long long>(verified), static_cast<unsigned long long>(_next_seq));
+            _server_reposted = reposted;
+            _region_ring->release_below(verified);
+            _ack_pending = false;
+            if (type == static_cast<std::uint32_t>(credit_type::final)) {
+                if (!_done_sent) fail("final credit before DONE");
+                if (messages != _run.messages || bytes != _bytes)
+                    fail("server verified %llu messages and %llu bytes; client sent %llu and %llu",
+                         static_cast<unsigned long long>(messages), static_cast<unsigned long long>(bytes),
+                         static_cast<unsigned long long>(_run.messages), static_cast<unsigned long long>(_bytes));
+                _final_received = true;
+            }
+            post_receive();
+            return;
+        }
+        if (_signalled.empty()) fail("send completion wr_id %llu with none signalled", static_cast<unsigned long long>(wc.wr_id));
+        const auto [wr_id, expected_opcode] = _signalled.front();
+        if (wc.wr_id != wr_id)
+            fail("send completion out of order: wr_id %llu, expected %llu", static_cast<unsigned long long>(wc.wr_id),
+                 static_cast<unsigned long long>(wr_id));
+        if (wc.opcode != expected_opcode)
+            fail("send completion wr_id %llu: opcode %s, expected %s", static_cast<unsigned long long>(wc.wr_id),
+                 wc_opcode_name(wc.opcode), wc_opcode_name(expected_opcode));
+        _signalled.pop_front();
+        _wrs_completed = wr_id + 1; // completes every unsignalled request before it
+        _local_ring->release_through(wr_id);
+    }
+
+    // --- building a chain of work requests ----------------------------------------------------
+
+    struct chain {
+        ibv_send_wr wr[max_chain];
+        ibv_sge sge[max_chain][8];
+        std::uint8_t* inline_source[max_chain][8];
+        std::uint32_t inline_length[max_chain][8];
+        unsigned count = 0;
+    };
+
+    bool room(unsigned wrs) const { return outstanding() + _chain.count + wrs <= _send_depth && _chain.count + wrs <= max_chain; }
+
+    // Adds one work request; `pieces` of local memory (already filled) become its SGEs.
+    void add(ibv_wr_opcode opcode, std::uint32_t imm, bool inline_data, bool signal, ibv_wc_opcode completion,
+             std::uint64_t remote_offset, std::uint8_t* const* pieces, const std::uint32_t* lengths, unsigned n,
+             std::size_t bytes) {
+        const unsigned i = _chain.count++;
+        const std::uint64_t wr_id = _wrs_posted + i;
+        _since_signal += 1;
+        _bytes_since_signal += bytes;
+        if (_since_signal >= _send_depth / 4 || _bytes_since_signal >= _local_size / 4) signal = true;
+        if (signal) {
+            _since_signal = 0;
+            _bytes_since_signal = 0;
+            _signalled.push_back({wr_id, completion});
+        }
+        ibv_send_wr& wr = _chain.wr[i];
+        wr = {};
+        wr.wr_id = wr_id;
+        wr.opcode = opcode;
+        wr.imm_data = htonl(imm);
+        wr.send_flags = (signal ? IBV_SEND_SIGNALED : 0) | (inline_data ? IBV_SEND_INLINE : 0);
+        wr.sg_list = _chain.sge[i];
+        wr.num_sge = static_cast<int>(n);
+        wr.wr.rdma.remote_addr = _remote_address + remote_offset;
+        wr.wr.rdma.rkey = _rkey;
+        for (unsigned j = 0; j < n; ++j) {
+            _chain.sge[i][j] = {reinterpret_cast<std::uintptr_t>(pieces[j]), lengths[j], _local_mr->lkey};
+            _chain.inline_source[i][j] = inline_data ? pieces[j] : nullptr;
+            _chain.inline_length[i][j] = lengths[j];
+        }
+        for (unsigned j = n; j < 8; ++j) _chain.inline_source[i][j] = nullptr;
+    }
+
+    bool flush_chain() {
+        if (_chain.count == 0) return false;
+        for (unsigned i = 0; i + 1 < _chain.count; ++i) _chain.wr[i].next = &_chain.wr[i + 1];
+        _chain.wr[_chain.count - 1].next = nullptr;
+        ibv_send_wr* bad = nullptr;
+        if (const int e = ibv_post_send(_v.qp, _chain.wr, &bad))
+            fail("ibv_post_send of %u work requests failed at wr_id %llu: %s (%llu outstanding, %zu signalled, "
+                 "send queue of %u)", _chain.count, bad ? static_cast<unsigned long long>(bad->wr_id) : 0ull,
+                 std::strerror(e), static_cast<unsigned long long>(outstanding()), _signalled.size(), _send_depth);
+        // Inline data was copied when posting: the source may change now, and must not matter.
+        for (unsigned i = 0; i < _chain.count; ++i)
+            for (unsigned j = 0; j < 8; ++j)
+                if (_chain.inline_source[i][j]) std::memset(_chain.inline_source[i][j], scribble, _chain.inline_length[i][j]);
+        _wrs_posted += _chain.count;
+        _chain.count = 0;
+        return true;
+    }
+
+    // Allocates local memory for `size` bytes of message `m` split into SGEs and fills it with the
+    // payload; the gaps between pieces hold the scribble byte. Returns false when out of memory.
+    bool stage_payload(message_plan& m, std::uint8_t** pieces, std::uint32_t* lengths, unsigned* n, bool* inline_data,
+                       std::size_t* staged) {
+        const op_info& op = info(m.op);
+        *inline_data = op.may_inline && m.size <= _v.max_inline && m.r.below(2) == 0;
+        unsigned count = m.size == 0 ? 0 : 1 + m.r.below(_v.max_send_sge);
+        count = std::min<unsigned>(count, m.size);
+        std::uint32_t cuts[8];
+        for (unsigned j = 0; j + 1 < count; ++j) cuts[j] = 1 + m.r.below(m.size - 1);
+        std::sort(cuts, cuts + (count ? count - 1 : 0));
+        const std::size_t need = m.size + count * sge_gap;
+        auto at = _local_ring->allocate(need, _wrs_posted + _chain.count);
+        if (!at) return false;
+        *staged = need;
+        std::uint8_t* p = _local.data() + *at;
+        std::uint32_t start = 0;
+        unsigned used = 0;
+        for (unsigned j = 0; j < count; ++j) {
+            const std::uint32_t end = j + 1 < count ? cuts[j] : m.size;
+            if (end == start) continue; // equal cuts: fewer, longer pieces
+            fill_payload(p, end - start, payload_key(_run.seed, m.seq), start);
+            pieces[used] = p;
+            lengths[used] = end - start;
+            ++used;
+            std::memset(p + (end - start), scribble, sge_gap);
+            p += (end - start) + sge_gap;
+            start = end;
+        }
+        *n = used;
+        if (_o.corrupt_from && m.seq >= *_o.corrupt_from && used > 0 && !_corrupted) {
+            pieces[0][0] ^= 0xFF; // after the payload is made: the server must name seq and offset 0
+            _corrupted = true;
+        }
+        return true;
+    }
+
+    // Queues the CHECK (or DONE) control message: one work request, one credit, a little memory.
+    // Returns false when one of them is lacking.
+    bool add_control(control_type type, bool force_ack = false) {
+        if (!room(1) || credits() < 1) return false;
+        const auto at = _local_ring->allocate(max_control_size, _wrs_posted + _chain.count);
+        if (!at) return false;
+        std::uint8_t* p = _local.data() + *at;
+        const bool ack = !_ack_pending && (force_ack || type == control_type::done ||
+                                           _region_ring->occupied() * 2 > _region_ring->size() ||
+                                           credits() * 2 < static_cast<std::int64_t>(_server_depth));
+        writer w{p};
+        w.u32(check_magic);
+        w.u32(static_cast<std::uint32_t>(type));
+        w.u32(ack ? flag_ack_request : 0);
+        w.u32(static_cast<std::uint32_t>(_batch.size()));
+        w.u64(_next_seq);
+        w.u64(_bytes);
+        for (const write_entry& e : _batch) {
+            w.u64(e.seq);
+            w.u64(e.offset);
+            w.u32(e.length);
+            w.u32(e.op);
+        }
+        const auto length = static_cast<std::uint32_t>(w.p - p);
+        const bool inline_data = length <= _v.max_inline && (_controls_sent & 1);
+        std::uint8_t* pieces[1] = {p};
+        add(IBV_WR_SEND_WITH_IMM, control_immediate | static_cast<std::uint32_t>(_controls_sent & 0xffffff),
+            inline_data, type == control_type::done, IBV_WC_SEND, 0, pieces, &length, 1, length);
+        ++_controls_sent;
+        ++_receives_used;
+        if (ack) _ack_pending = true;
+        _batch.clear();
+        return true;
+    }
+
+    // Posts as much as credits, queue space, local memory and the remote region allow.
+    bool post_some() {
+        bool posted = false;
+        for (;;) {
+            if (_next_seq == _run.messages) {
+                if (!_batch.empty()) {
+                    if (!add_control(control_type::check)) break;
+                    continue;
+                }
+                if (!_done_sent && add_control(control_type::done)) _done_sent = true;
+                break;
+            }
+            message_plan m = plan_of(_run, _ops, _next_seq);
+            const op_info& op = info(m.op);
+            // A SEND follows the CHECK of the writes before it; a CHECK names at most 8 writes.
+            if (!_batch.empty() && (!op.uses_region || _batch.size() == max_writes_per_check)) {
+                if (!add_control(control_type::check)) break;
+                continue;
+            }
+            // One credit stays in reserve for the CHECK or DONE that must follow.
+            if (op.consumes_receive && credits() < 2) break;
+            const unsigned after = op.uses_region ? 2 : 1; // the CHECK needs a slot of its own
+            if (!room(after)) break;
+            std::optional<std::size_t> remote;
+            if (op.uses_region) {
+                remote = _region_ring->allocate(m.size, m.seq);
+                if (!remote) { // the region is full of unverified writes: ask the server to verify them
+                    if (!_batch.empty() || !_ack_pending) add_control(control_type::check, true);
+                    break;
+                }
+            }
+            std::uint8_t* pieces[8];
+            std::uint32_t lengths[8];
+            unsigned n = 0;
+            bool inline_data = false;
+            std::size_t staged = 0;
+            if (!stage_payload(m, pieces, lengths, &n, &inline_data, &staged)) {
+                if (remote) _region_ring->undo_last();
+                break;
+            }
+            const bool signal = m.r.below(4) == 0;
+            add(op.wr_opcode, op.carries_immediate ? static_cast<std::uint32_t>(m.seq & 0x7fffffff) : 0, inline_data,
+                signal, op.sender_completion, remote.value_or(0), pieces, lengths, n, staged);
+            if (op.consumes_receive) ++_receives_used;
+            if (op.uses_region)
+                _batch.push_back({m.seq, remote.value_or(0), m.size, static_cast<std::uint32_t>(m.op)});
+            _bytes += m.size;
+            ++_next_seq;
+            if (_chain.count + 2 > max_chain) posted |= flush_chain();
+        }
+        posted |= flush_chain();
+        return posted;
+    }
+
+    verbs_context& _v;
+    const options& _o;
+    run_parameters _run;
+    std::vector<op_kind> _ops;
+    std::uint32_t _send_depth = 0, _server_depth = 0;
+    std::size_t _local_size = 0;
+    std::vector<std::uint8_t> _local, _receive;
+    ibv_mr *_local_mr = nullptr, *_receive_mr = nullptr;
+    std::optional<byte_ring> _local_ring, _region_ring;
+    std::uint64_t _remote_address = 0;
+    std::uint32_t _rkey = 0;
+    chain _chain;
+    std::deque<std::pair<std::uint64_t, ibv_wc_opcode>> _signalled; // wr_id and opcode, in posting order
+    std::vector<write_entry> _batch;                                // writes since the last CHECK
+    std::uint64_t _wrs_posted = 0, _wrs_completed = 0, _since_signal = 0, _bytes_since_signal = 0;
+    std::uint64_t _receives_posted = 0, _receives_completed = 0;
+    std::uint64_t _receives_used = 0, _server_reposted = 0, _controls_sent = 0;
+    std::uint64_t _next_seq = 0, _bytes = 0;
+    bool _ack_pending = false, _done_sent = false, _final_received = false, _corrupted = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Command line.
+
+[[noreturn]] void usage(int status) {
+    std::fprintf(status ? stderr : stdout,
+                 "usage: rdma-integrity --server [OPTIONS]\n"
+                 "       rdma-integrity [OPTIONS] CONNECT_HOST\n"
+                 "  -d DEV            RDMA device (default: the first)\n"
+                 "  -g GID_INDEX      local GID index for the RoCE GRH (default 0)\n"
+                 "  -p TCP_PORT       TCP port for the connection set-up (default 18517)\n"
+                 "  -e                sleep on completion events instead of busy polling\n"
+                 "  --timeout SECONDS give up after this long without progress (default 30)\n"
+                 "client only (the server takes them from the client):\n"
+                 "  -n MESSAGES       data messages to send (default 10000)\n"
+                 "  --seed S          seed of the message sequence (default 1)\n"
+                 "  --mtu 1024|4096   path MTU (default 1024)\n"
+                 "  --max-size BYTES  largest message (default 65536)\n"
+                 "  --ops LIST        comma-separated opcodes: send,send_imm,write,write_imm (default all)\n"
+                 "  --inject-corruption SEQ  flip the first byte of the first non-empty message from SEQ on\n"
+                 "                    (checks that the server catches it)\n");
+    std::exit(status);
+}
+
+std::uint64_t number(const char* option, const char* text, std::uint64_t low, std::uint64_t high) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text, &end, 0);
+    if (errno || !end || *end || v < low || v > high || *text == '-') {
+        std::fprintf(stderr, "rdma-integrity: %s: '%s' is not a number in %llu..%llu\n", option, text,
+                     static_cast<unsigned long long>(low), static_cast<unsigned long long>(high));
+        std::exit(2);
+    }
+    return v;
+}
+
+std::uint32_t parse_ops(const std::string& list) {
+    std::uint32_t mask = 0;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        const std::string name = list.substr(start, comma - start);
+        unsigned i = 0;
+        while (i < op_count && name != op_table[i].name) ++i;
+        if (i == op_count) {
+            std::fprintf(stderr, "rdma-integrity: --ops: unknown opcode '%s' (valid: send, send_imm, write, write_imm)\n",
+                         name.c_str());
+            std::exit(2);
+        }
+        if (!op_table[i].implemented) {
+            std::fprintf(stderr, "rdma-integrity: --ops: %s is not supported yet\n", name.c_str());
+            std::exit(2);
+        }
+        mask |= 1u << i;
+        start = comma + 1;
+    }
+    return mask;
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    o.run.ops_mask = parse_ops("send,send_imm,write,write_imm");
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        auto value = [&]() -> const char* {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "rdma-integrity: %s needs a value\n", argv[i]);
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--server") o.server = true;
+        else if (a == "-h" || a == "--help") usage(0);
+        else if (a == "-e" || a == "--events") o.events = true;
+        else if (a == "-d" || a == "--ib-dev") o.device = value();
+        else if (a == "-g" || a == "--gid-idx") o.gid_index = static_cast<int>(number("-g", value(), 0, 255));
+        else if (a == "-p" || a == "--port") o.port = static_cast<std::uint16_t>(number("-p", value(), 1, 65535));
+        else if (a == "-n" || a == "--messages") o.run.messages = number("-n", value(), 1, 0x7fffffff);
+        else if (a == "--seed") o.run.seed = number("--seed", value(), 0, UINT64_MAX);
+        else if (a == "--inject-corruption") o.corrupt_from = number("--inject-corruption", value(), 0, UINT64_MAX);
+        else if (a == "--timeout") o.stall_seconds = static_cast<unsigned>(number("--timeout", value(), 1, 86400));
+        else if (a == "--mtu") {
+            const char* v = value();
+            o.run.mtu = static_cast<std::uint32_t>(number("--mtu", v, 256, 4096));
+            if (o.run.mtu != 1024 && o.run.mtu != 4096) {
+                std::fprintf(stderr, "rdma-integrity: --mtu: %s (valid: 1024, 4096)\n", v);
+                std::exit(2);
+            }
+        } else if (a == "--max-size") o.run.max_size = static_cast<std::uint32_t>(number("--max-size", value(), 1, 1u << 30));
+        else if (a == "--ops") o.run.ops_mask = parse_ops(value());
+        else if (!a.empty() && a[0] == '-') {
+            std::fprintf(stderr, "rdma-integrity: unknown option %s\n", argv[i]);
+            usage(2);
+        } else if (o.host.empty()) o.host = argv[i];
+        else usage(2);
+    }
+    if (o.server == !o.host.empty()) usage(2);
+    return o;
+}
+
+int serve(const options& o) {
+    g_role = "server";
+    verbs_context v;
+    open_device(v, o);
+    g_tcp = tcp_listen_and_accept(o.port);
+    std::uint8_t in[client_hello::wire_size];
+    read_all(g_tcp, in, sizeof in);
+    reader r{in};
+    if (r.u32() != hello_magic) fail("the peer is not an rdma-integrity client");
+    client_hello c{};
+    c.run.seed = r.u64();
+    c.run.messages = r.u64();
+    c.run.max_size = r.u32();
+    c.run.mtu = r.u32();
+    c.run.ops_mask = r.u32();
+    c.qpn = r.u32();
+    c.psn = r.u32();
+    c.lid = r.u32();
+    r.bytes(c.gid, 16);
+    if (c.run.ops_mask == 0 || enabled_ops(c.run.ops_mask).empty() || (c.run.ops_mask >> op_count))
+        fail("the client asked for opcodes 0x%x", c.run.ops_mask);
+    for (op_kind op : enabled_ops(c.run.ops_mask))
+        if (!info(op).implemented) fail("the client asked for %s, which is not supported yet", info(op).name);
+    server s(v, o, c);
+    connect_queue_pair(v, o, c.run.mtu, c.qpn, c.psn, c.lid, c.gid);
+    const server_hello h = s.hello();
+    std::uint8_t out[server_hello::wire_size];
+    writer w{out};
+    w.u32(hello_magic);
+    w.u32(h.qpn);
+    w.u32(h.psn);
+    w.u32(h.lid);
+    w.bytes(h.gid, 16);
+    w.u64(h.region_address);
+    w.u64(h.region_size);
+    w.u32(h.rkey);
+    w.u32(h.receive_depth);
+    write_all(g_tcp, out, sizeof out); // every receive is posted: the client may send
+    s.run();
+    final_barrier(g_tcp);
+    return 0;
+}
+
+int connect_and_send(const options& o) {
+    g_role = "client";
+    verbs_context v;
+    open_device(v, o);
+    client c(v, o);
+    g_tcp = tcp_connect(o.host, o.port);
+    const client_hello h = c.hello();
+    std::uint8_t out[client_hello::wire_size];
+    writer w{out};
+    w.u32(hello_magic);
+    w.u64(h.run.seed);
+    w.u64(h.run.messages);
+    w.u32(h.run.max_size);
+    w.u32(h.run.mtu);
+    w.u32(h.run.ops_mask);
+    w.u32(h.qpn);
+    w.u32(h.psn);
+    w.u32(h.lid);
+    w.bytes(h.gid, 16);
+    write_all(g_tcp, out, sizeof out);
+    std::uint8_t in[server_hello::wire_size];
+    read_all(g_tcp, in, sizeof in);
+    reader r{in};
+    if (r.u32() != hello_magic) fail("the peer is not an rdma-integrity server");
+    server_hello s{};
+    s.qpn = r.u32();
+    s.psn = r.u32();
+    s.lid = r.u32();
+    r.bytes(s.gid, 16);
+    s.region_address = r.u64();
+    s.region_size = r.u64();
+    s.rkey = r.u32();
+    s.receive_depth = r.u32();
+    if (s.receive_depth < 4) fail("the server offers %u receives", s.receive_depth);
+    if (s.region_size < o.run.max_size) fail("the server's region (%llu bytes) is smaller than --max-size",
+                                             static_cast<unsigned long long>(s.region_size));
+    c.connect(s);
+    connect_queue_pair(v, o, o.run.mtu, s.qpn, s.psn, s.lid, s.gid);
+    c.run();
+    final_barrier(g_tcp);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const options o = parse(argc, argv);
+    return o.server ? serve(o) : connect_and_send(o);
+}
