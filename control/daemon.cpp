@@ -11,6 +11,7 @@
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -169,6 +170,9 @@ private:
 } // namespace
 
 int run_daemon(config::topology topology, const std::string& runtime_dir, int ready_fd) {
+    // The NIC writes completion and async events into pipes whose reader is a program that
+    // may have died: that must cost the write, not the daemon.
+    std::signal(SIGPIPE, SIG_IGN);
     std::unique_ptr<fabric> fab;
     try {
         fab = std::make_unique<fabric>(std::move(topology));

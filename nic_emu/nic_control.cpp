@@ -168,6 +168,7 @@ std::uint32_t nic_node::open_context(std::unique_ptr<address_space> memory, int 
 void nic_node::close_context(std::uint32_t context) {
     auto it = _contexts.find(context);
     if (it == _contexts.end()) return;
+    flush_dma(); // nothing staged may outlive the objects it names
     // Children first, as the kernel's uverbs cleanup does: QPs, CQs, channels, MRs, PDs.
     std::vector<std::uint32_t> handles;
     for (const auto& [h, qp] : _qps)
@@ -252,6 +253,7 @@ int nic_node::reg_mr(std::uint32_t context, std::uint32_t pd, std::uint64_t addr
 }
 
 int nic_node::dereg_mr(std::uint32_t context, std::uint32_t handle) {
+    flush_dma();
     auto it = _mr_handles.find(handle);
     if (it == _mr_handles.end() || _mrs_by_lkey.at(it->second).context != context) return EINVAL;
     _mrs_by_lkey.erase(it->second);
@@ -325,6 +327,7 @@ int nic_node::create_cq(std::uint32_t context, std::uint32_t slots, std::uint32_
 }
 
 int nic_node::destroy_cq(std::uint32_t context, std::uint32_t handle) {
+    flush_dma();
     auto it = _cqs.find(handle);
     if (it == _cqs.end() || it->second->context != context) return EINVAL;
     for (const auto& [h, qp] : _qps)
@@ -397,6 +400,7 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
 }
 
 int nic_node::destroy_qp(std::uint32_t context, std::uint32_t handle) {
+    flush_dma();
     auto it = _qps.find(handle);
     if (it == _qps.end() || it->second->context != context) return EINVAL;
     queue_pair* qp = it->second.get();

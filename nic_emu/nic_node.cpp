@@ -114,17 +114,19 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         rte_pktmbuf_free(frame);
         return;
     }
+    _current_frame = frame;
     if (packet.info->has(wire::opcode_mask::response))
         handle_response(qp, packet, now);
     else
         handle_request(qp, packet, now);
-    rte_pktmbuf_free(frame);
+    _current_frame = nullptr;
+    if (!_dma.holds(frame)) rte_pktmbuf_free(frame); // else freed once its payload is written
 }
 
 // ---- poll ----------------------------------------------------------------------------------------
 
 bool nic_node::poll(sim_time now) {
-    bool did_work = false;
+    bool did_work = flush_dma();
     const std::size_t n = _active_qps.size();
     for (std::size_t i = 0; i < n; ++i) {
         queue_pair& qp = *_active_qps[(_round_robin + i) % n];

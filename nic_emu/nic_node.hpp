@@ -9,6 +9,7 @@
 #include "dataplane/node.hpp"
 #include "dataplane/wire/roce_frame.hpp"
 #include "nic_emu/counters.hpp"
+#include "nic_emu/dma_batch.hpp"
 #include "nic_emu/resources.hpp"
 
 #include <infiniband/verbs.h>
@@ -105,7 +106,20 @@ private:
     // requester.cpp
     bool run_requester(queue_pair& qp, sim_time now);
     bool start_next_wqe(queue_pair& qp);
-    bool send_packet(queue_pair& qp, sim_time now);
+    // The packets of one burst, whose payloads are copied from application memory with one
+    // process_vm_readv (see dma_batch.hpp for why).
+    struct gather_batch {
+        static constexpr std::size_t max_packets = 16;
+        address_space* memory = nullptr;
+        std::array<iovec, max_packets * hw::max_sge> local{};
+        std::array<iovec, max_packets * hw::max_sge> remote{};
+        std::size_t segments = 0;
+        std::array<rte_mbuf*, max_packets> frames{};
+        std::array<std::uint32_t, max_packets> wqe_index{};
+        std::size_t count = 0;
+    };
+    bool prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch);
+    void transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now);
     void rewind_to(queue_pair& qp, std::uint32_t psn);
     // completer.cpp
     void handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
@@ -118,6 +132,9 @@ private:
     bool take_receive_wqe(queue_pair& qp);
     bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
                                const std::uint8_t* data, std::size_t length, ibv_wc_status& status);
+    void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited);
+    // Makes the staged writes, then posts the completions that waited for them.
+    bool flush_dma();
     // cq.cpp
     bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited);
     void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
@@ -150,6 +167,8 @@ private:
     std::map<std::uint32_t, std::unique_ptr<completion_queue>> _cqs;
     std::map<std::uint32_t, std::unique_ptr<queue_pair>> _qps;  // by handle
     std::unordered_map<std::uint32_t, queue_pair*> _qps_by_number;
+    dma_batch _dma;
+    rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
     std::vector<queue_pair*> _active_qps; // iteration order for the requester (round robin)
     std::size_t _round_robin = 0;
 };

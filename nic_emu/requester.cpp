@@ -54,8 +54,11 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return false;
     if (now < qp.rnr_wait_until) return false;
     bool did_work = false;
-    for (int burst = 0; burst < 16; ++burst) {
-        if (busy_until(0) > now + microseconds(2)) break;
+    gather_batch batch;
+    // The port's transmit FIFO: what is already on the link plus what this burst adds.
+    sim_time link_free = std::max(busy_until(0), now);
+    while (batch.count < gather_batch::max_packets) {
+        if (link_free > now + microseconds(2)) break;
         if (qp.sq_current == qp.sq_started) {
             if (qp.state == IBV_QPS_SQD) break; // drained: no new WQE starts
             if (!start_next_wqe(qp)) break;
@@ -63,9 +66,11 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
             if (qp.state == IBV_QPS_ERR) break;
         }
         if (wire::psn_diff(qp.next_psn, qp.last_acked_psn) > static_cast<std::int32_t>(max_unacked_packets)) break;
-        if (!send_packet(qp, now)) break;
+        if (!prepare_packet(qp, now, batch)) break;
+        link_free += serialization_time(rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + 24, _spec.speed_bps);
         did_work = true;
     }
+    transmit_batch(qp, batch, now);
     return did_work;
 }
 
@@ -130,7 +135,7 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
     return true;
 }
 
-bool nic_node::send_packet(queue_pair& qp, sim_time now) {
+bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch) {
     send_work& work = qp.started_work[qp.sq_current & (qp.send_size - 1)];
     const hw::send_wqe& wqe = work.wqe;
     const std::uint64_t payload = std::min<std::uint64_t>(qp.mtu_bytes, work.length - qp.sq_offset);
@@ -159,12 +164,9 @@ bool nic_node::send_packet(queue_pair& qp, sim_time now) {
         std::memcpy(out, wqe.inline_bytes + qp.sq_offset, payload);
     } else if (payload) {
         // Gather [offset, offset + payload) of the message from its SGEs, checking each MR
-        // again: it may have been deregistered since the WQE started.
-        iovec local[hw::max_sge], remote[hw::max_sge];
-        std::size_t count = 0;
+        // again: it may have been deregistered since the WQE started. The copy itself is
+        // made for the whole burst at once (transmit_batch).
         std::uint64_t skip = qp.sq_offset, left = payload, written = 0;
-        address_space* memory = nullptr;
-        bool ok = true;
         for (unsigned i = 0; i < wqe.num_sge && left; ++i) {
             const hw::sge& s = wqe.sg_list[i];
             if (skip >= s.length) {
@@ -173,34 +175,32 @@ bool nic_node::send_packet(queue_pair& qp, sim_time now) {
             }
             const std::uint64_t take = std::min<std::uint64_t>(s.length - skip, left);
             const memory_region* mr = local_mr(s.lkey, qp.pd, s.address + skip, take, 0);
-            if (!mr) {
-                ok = false;
-                break;
+            if (!mr || (batch.memory && batch.memory != mr->memory)) {
+                rte_pktmbuf_free(frame);
+                ++_counters.local_protection_errors;
+                work.status = IBV_WC_LOC_PROT_ERR;
+                qp.sq_current = qp.sq_started;
+                enter_error(qp);
+                return false;
             }
-            memory = mr->memory;
-            local[count] = {out + written, take};
-            remote[count] = {reinterpret_cast<void*>(s.address + skip), take};
-            ++count;
+            batch.memory = mr->memory;
+            batch.local[batch.segments] = {out + written, take};
+            batch.remote[batch.segments] = {reinterpret_cast<void*>(s.address + skip), take};
+            ++batch.segments;
             written += take;
             left -= take;
             skip = 0;
         }
-        if (ok && memory) ok = memory->read({local, count}, {remote, count});
-        if (!ok || !memory) {
-            rte_pktmbuf_free(frame);
-            ++_counters.memory_access_faults;
-            work.status = IBV_WC_LOC_PROT_ERR;
-            qp.sq_current = qp.sq_started;
-            enter_error(qp);
-            return false;
-        }
     }
+    batch.frames[batch.count] = frame;
+    batch.wqe_index[batch.count] = qp.sq_current;
+    ++batch.count;
+
     if (wire::psn_diff(psn, qp.psn_frontier) < 0) ++_counters.retransmitted_packets;
     if (wqe.opcode == IBV_WR_SEND || wqe.opcode == IBV_WR_SEND_WITH_IMM)
         ++_counters.rdma_sends;
     else
         ++_counters.rdma_writes;
-    finish_frame(frame, now);
 
     qp.next_psn = wire::psn_add(psn, 1);
     if (wire::psn_diff(qp.next_psn, qp.psn_frontier) > 0) qp.psn_frontier = qp.next_psn;
@@ -211,6 +211,22 @@ bool nic_node::send_packet(queue_pair& qp, sim_time now) {
     }
     if (qp.retransmit_deadline == never && qp.ack_timeout) qp.retransmit_deadline = now + qp.ack_timeout;
     return true;
+}
+
+void nic_node::transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now) {
+    if (batch.count == 0) return;
+    if (batch.segments && !batch.memory->read({batch.local.data(), batch.segments},
+                                              {batch.remote.data(), batch.segments})) {
+        // The registered memory is gone (the process died or unmapped it): nothing of the burst
+        // can be sent, and the WQE it started with completes in error (IBA 10.8.3.1).
+        for (std::size_t i = 0; i < batch.count; ++i) rte_pktmbuf_free(batch.frames[i]);
+        ++_counters.memory_access_faults;
+        qp.started_work[batch.wqe_index[0] & (qp.send_size - 1)].status = IBV_WC_LOC_PROT_ERR;
+        qp.sq_current = qp.sq_started;
+        enter_error(qp);
+        return;
+    }
+    for (std::size_t i = 0; i < batch.count; ++i) finish_frame(batch.frames[i], now);
 }
 
 void nic_node::rewind_to(queue_pair& qp, std::uint32_t psn) {

@@ -44,10 +44,14 @@ bool nic_node::take_receive_wqe(queue_pair& qp) {
 bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
                                      const std::uint8_t* data, std::size_t length, ibv_wc_status& status) {
     if (length == 0) return true;
-    iovec local[hw::max_sge], remote[hw::max_sge];
+    // Check every piece first, then stage them: a receive either lands whole or not at all.
+    struct piece {
+        address_space* memory;
+        std::uint64_t address, length, done;
+    };
+    std::array<piece, hw::max_sge> pieces;
     std::size_t count = 0;
     std::uint64_t skip = offset, left = length, done = 0;
-    address_space* memory = nullptr;
     const unsigned sges = std::min<unsigned>(wqe.num_sge, hw::max_sge);
     for (unsigned i = 0; i < sges && left; ++i) {
         const hw::sge& s = wqe.sg_list[i];
@@ -61,10 +65,7 @@ bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, st
             status = IBV_WC_LOC_PROT_ERR;
             return false;
         }
-        memory = mr->memory;
-        local[count] = {const_cast<std::uint8_t*>(data) + done, take};
-        remote[count] = {reinterpret_cast<void*>(s.address + skip), take};
-        ++count;
+        pieces[count++] = {mr->memory, s.address + skip, take, done};
         done += take;
         left -= take;
         skip = 0;
@@ -73,11 +74,43 @@ bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, st
         status = IBV_WC_LOC_LEN_ERR; // the message is longer than the receive buffers
         return false;
     }
-    if (!memory->write({local, count}, {remote, count})) {
-        ++_counters.memory_access_faults;
-        status = IBV_WC_LOC_PROT_ERR;
-        return false;
+    if (!_dma.fits(pieces[0].memory, count)) flush_dma();
+    for (std::size_t i = 0; i < count; ++i)
+        _dma.add_write(pieces[i].memory, const_cast<std::uint8_t*>(data) + pieces[i].done, pieces[i].address,
+                       pieces[i].length, &qp);
+    if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
+    return true;
+}
+
+void nic_node::stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited) {
+    // A completion must not be seen before the data it reports.
+    if (_dma.empty()) {
+        post_completion(cq, entry, solicited);
+        return;
     }
+    if (!_dma.fits(_dma.memory(), 0)) flush_dma();
+    if (_dma.empty())
+        post_completion(cq, entry, solicited);
+    else
+        _dma.add_completion({&qp, &cq, entry, solicited});
+}
+
+bool nic_node::flush_dma() {
+    if (_dma.empty()) return false;
+    if (!_dma.local().empty() && !_dma.memory()->write(_dma.local(), _dma.remote())) {
+        // The memory vanished under the NIC (its process died or unmapped it): every QP that
+        // wrote in this batch stops, and its completions report the failure.
+        ++_counters.memory_access_faults;
+        for (queue_pair* qp : _dma.writers()) enter_error(*qp);
+        for (const auto& c : _dma.completions()) {
+            hw::cqe e = c.entry;
+            e.status = IBV_WC_LOC_PROT_ERR;
+            post_completion(*c.cq, e, c.solicited);
+        }
+    } else {
+        for (const auto& c : _dma.completions()) post_completion(*c.cq, c.entry, c.solicited);
+    }
+    _dma.clear();
     return true;
 }
 
@@ -129,7 +162,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
         qp.receiving = false;
         qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
-        post_completion(*qp.recv_cq, e, bth.solicited());
+        stage_completion(qp, *qp.recv_cq, e, bth.solicited());
     };
 
     const std::size_t length = packet.payload_length;
@@ -201,12 +234,15 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         }
         if (length) {
             const memory_region* mr = remote_mr(qp.write_rkey, qp.pd, qp.write_va, length, IBV_ACCESS_REMOTE_WRITE);
-            if (!mr || !mr->memory->write(mr->address + (qp.write_va - mr->iova), packet.payload, length)) {
-                if (mr) ++_counters.memory_access_faults;
+            if (!mr) {
                 ++_counters.resp_remote_access_errors;
                 nak(wire::nak_code::remote_access_error);
                 return;
             }
+            if (!_dma.fits(mr->memory, 1)) flush_dma();
+            _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (qp.write_va - mr->iova),
+                           length, &qp);
+            if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
         }
         qp.write_va += length;
         qp.write_remaining -= length;
