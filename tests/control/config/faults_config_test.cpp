@@ -107,6 +107,17 @@ TEST(faults_config, json_shows_seed_up_and_faults) {
     EXPECT_EQ(doc["links"][0]["faults"]["corruption"], 0.0);
 }
 
+TEST(faults_config, shipped_lossy_example_loads) {
+    topology fabric;
+    config_error error;
+    ASSERT_TRUE(load_topology(std::string(ROCEFAB_SOURCE_ROOT) + "/configs/lossy-two-hosts.yaml", fabric, error))
+        << error.to_string();
+    EXPECT_EQ(fabric.seed, 1u);
+    EXPECT_DOUBLE_EQ(fabric.links[0].params.faults.loss, 0.01);
+    EXPECT_DOUBLE_EQ(fabric.links[0].params.faults.corruption, 0.001);
+    EXPECT_EQ(fabric.links[1].params.faults, fault_params{});
+}
+
 TEST(faults_config, probability_above_one_names_the_key_and_the_range) {
     const auto error = load_error(fabric_with("", "  - { a: h2/rfab0, b: sw1/swp2, faults: { loss: 150% } }"));
     EXPECT_EQ(error.line, 13);
