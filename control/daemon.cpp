@@ -181,28 +181,31 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
         tell(ready_fd, std::string("cannot start the fabric: ") + e.what());
         return 1;
     }
-    asio::io_context io;
-    std::unique_ptr<attach_server> attach;
-    std::unique_ptr<control_server> control;
-    try {
-        attach = std::make_unique<attach_server>(io, *fab, runtime_dir + "/" + attach_socket_name);
-        control = std::make_unique<control_server>(io, *fab, runtime_dir + "/" + control_socket_name);
-    } catch (const std::exception& e) {
-        tell(ready_fd, std::string("cannot open the fabric's sockets: ") + e.what());
-        return 1;
-    }
-    asio::signal_set signals(io, SIGINT, SIGTERM);
-    signals.async_wait([&](const boost::system::error_code&, int) { io.stop(); });
     {
-        std::ofstream pid(runtime_dir + "/" + pid_file_name);
-        pid << ::getpid() << "\n";
+        // Everything that talks to the fabric lives in this scope and is gone, sessions and
+        // their pending handlers included, before the data plane stops: a session's last act
+        // is to free its context on the data plane.
+        asio::io_context io;
+        std::unique_ptr<attach_server> attach;
+        std::unique_ptr<control_server> control;
+        try {
+            attach = std::make_unique<attach_server>(io, *fab, runtime_dir + "/" + attach_socket_name);
+            control = std::make_unique<control_server>(io, *fab, runtime_dir + "/" + control_socket_name);
+        } catch (const std::exception& e) {
+            tell(ready_fd, std::string("cannot open the fabric's sockets: ") + e.what());
+            return 1;
+        }
+        asio::signal_set signals(io, SIGINT, SIGTERM);
+        signals.async_wait([&](const boost::system::error_code&, int) { io.stop(); });
+        {
+            std::ofstream pid(runtime_dir + "/" + pid_file_name);
+            pid << ::getpid() << "\n";
+        }
+        std::cout << "fabric " << fab->topology().name << " up, pid " << ::getpid() << std::endl;
+        tell(ready_fd, "ok");
+        io.run();
+        std::cout << "fabric " << fab->topology().name << " going down" << std::endl;
     }
-    std::cout << "fabric " << fab->topology().name << " up, pid " << ::getpid() << std::endl;
-    tell(ready_fd, "ok");
-    io.run();
-    std::cout << "fabric " << fab->topology().name << " going down" << std::endl;
-    attach.reset();
-    control.reset();
     fab->stop();
     fab.reset();
     ::unlink((runtime_dir + "/" + control_socket_name).c_str());

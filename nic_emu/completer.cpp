@@ -59,11 +59,13 @@ void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_
         const send_work& work = qp.started_work[qp.sq_retired & mask];
         const std::uint32_t last_psn = wire::psn_add(work.first_psn, work.packets - 1);
         if (wire::psn_diff(last_psn, acked_psn) > 0) break;
-        complete_send(qp, work, IBV_WC_SUCCESS);
+        // Free the slot before the completion is visible: a program that polls it may post
+        // again at once (rxe's do_complete orders them the same way).
         ++qp.sq_retired;
+        qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+        complete_send(qp, work, IBV_WC_SUCCESS);
         progressed = true;
     }
-    if (progressed) qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
     if (wire::psn_diff(acked_psn, qp.last_acked_psn) > 0) {
         qp.last_acked_psn = acked_psn;
         progressed = true;

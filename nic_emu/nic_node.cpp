@@ -218,16 +218,20 @@ bool nic_node::flush(queue_pair& qp) {
     // error, signalled or not.
     bool did_work = false;
     const std::uint32_t send_mask = qp.send_size - 1;
-    for (; qp.sq_retired != qp.sq_started; ++qp.sq_retired) {
+    while (qp.sq_retired != qp.sq_started) {
         const send_work& work = qp.started_work[qp.sq_retired & send_mask];
+        ++qp.sq_retired;
+        qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
         complete_send(qp, work, work.status != IBV_WC_SUCCESS ? work.status : IBV_WC_WR_FLUSH_ERR);
         did_work = true;
     }
     const std::uint32_t send_producer = qp.control->send.producer.load(std::memory_order_acquire);
     if (send_producer - qp.sq_retired <= qp.send_size) {
-        for (; qp.sq_retired != send_producer; ++qp.sq_retired) {
+        while (qp.sq_retired != send_producer) {
             send_work work;
             work.wqe = qp.send_slots[qp.sq_retired & send_mask];
+            ++qp.sq_retired;
+            qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
             complete_send(qp, work, IBV_WC_WR_FLUSH_ERR);
             did_work = true;
         }
@@ -245,18 +249,21 @@ bool nic_node::flush(queue_pair& qp) {
         post_completion(*qp.recv_cq, e, false);
     };
     if (qp.receiving) {
+        qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
         flush_receive(qp.recv_work);
         qp.receiving = false;
         did_work = true;
     }
     const std::uint32_t recv_producer = qp.control->recv.producer.load(std::memory_order_acquire);
     if (recv_producer - qp.rq_consumed <= qp.recv_size) {
-        for (; qp.rq_consumed != recv_producer; ++qp.rq_consumed) {
-            flush_receive(qp.recv_slots[qp.rq_consumed & (qp.recv_size - 1)]);
+        while (qp.rq_consumed != recv_producer) {
+            const hw::recv_wqe wqe = qp.recv_slots[qp.rq_consumed & (qp.recv_size - 1)];
+            ++qp.rq_consumed;
+            qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
+            flush_receive(wqe);
             did_work = true;
         }
     }
-    qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
     return did_work;
 }
 

@@ -240,6 +240,23 @@ class command_line_errors(unittest.TestCase):
         finally:
             self.rocefab("down", "--fabric", name)
 
+    def test_down_with_a_program_still_attached_stops_promptly(self):
+        name = "e2e-down-%d" % os.getpid()
+        self.assertEqual(self.rocefab("up", TWO_HOSTS, "--name", name).returncode, 0)
+        program = subprocess.Popen([ROCEFAB, "run", "--fabric", name, "--host", "h2", "--", "ibv_rc_pingpong", "-d",
+                                    "rfab0", "-g", "1", "-p", str(free_tcp_port())],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
+        try:
+            time.sleep(0.5)  # the program holds a context, a PD, an MR, CQs and a QP
+            started = time.monotonic()
+            out = self.rocefab("down", "--fabric", name)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertLess(time.monotonic() - started, 10)
+            self.assertEqual(self.rocefab("list").stdout, "")
+        finally:
+            program.kill()
+            program.communicate()
+
     def test_two_fabrics_run_side_by_side(self):
         names = ["e2e-a-%d" % os.getpid(), "e2e-b-%d" % os.getpid()]
         try:
