@@ -268,13 +268,6 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *, struct ibv_ah_attr *,
 // ---------------------------------------------------------------------------
 // IBVERBS_1.6 .. 1.14 defaults.
 
-// Only QPs created with ibv_create_qp_ex and IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
-// have an ibv_qp_ex; the emulated NIC does not create those yet.
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)
-{
-	return static_cast<ibv_qp_ex *>(fail_null_eopnotsupp());
-}
-
 // Import/unimport shares objects between processes through a kernel uverbs
 // file descriptor; emulated devices have none.
 struct ibv_context *ibv_import_device(int)

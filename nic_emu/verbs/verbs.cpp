@@ -10,6 +10,7 @@
 #include "nic_emu/attach_protocol.hpp"
 #include "nic_emu/hw_abi.hpp"
 #include "nic_emu/verbs/command_channel.hpp"
+#include "nic_emu/verbs/objects.hpp"
 
 #include <infiniband/verbs.h>
 // verbs.h wraps these in macros that pick a variant at the call site; here they are defined.
@@ -36,94 +37,7 @@ using namespace rocefab;
 
 namespace {
 
-// ---- objects ---------------------------------------------------------------------------
-
-struct rf_device {
-    ibv_device device; // first: ibv_device* converts back with a cast
-    attach::device_info info;
-    int index;
-};
-
-struct rf_device_list {
-    std::size_t count;
-    rf_device* devices;
-    ibv_device** pointers; // what the caller holds; NULL-terminated
-};
-
-struct rf_context;
-
-struct rf_pd {
-    ibv_pd pd;
-};
-
-struct rf_mr {
-    ibv_mr mr;
-};
-
-struct rf_channel {
-    ibv_comp_channel channel;
-    std::uint32_t handle;
-};
-
-struct rf_cq {
-    ibv_cq cq;
-    hw::cq_control* control = nullptr;
-    hw::cqe* slots = nullptr;
-    std::uint32_t slot_count = 0;
-    std::size_t map_length = 0;
-    std::mutex poll_lock; // ibv_poll_cq may be called from several threads
-    unsigned empty_polls = 0;
-};
-
-struct rf_qp {
-    ibv_qp qp;
-    hw::qp_control* control = nullptr;
-    hw::send_wqe* send_slots = nullptr;
-    hw::recv_wqe* recv_slots = nullptr;
-    std::size_t map_length = 0;
-    ibv_qp_cap cap{};
-    bool sq_sig_all = false;
-    std::mutex send_lock; // serialises producers of the send ring
-    std::mutex recv_lock; // serialises producers of the receive ring
-};
-
-struct rf_context {
-    verbs_context verbs; // first: context_of() depends on it // ibv_context must be last inside it; verbs.h finds verbs_context by offset
-    attach::device_info info;
-    verbs::command_channel channel;
-    std::mutex objects_lock;
-    std::map<std::uint32_t, rf_cq*> cqs; // for completion and async events
-    std::map<std::uint32_t, rf_qp*> qps;
-    doorbell* bell = nullptr; // the data plane's, in a page shared with the daemon
-};
-
-// rf_context holds a mutex and a map, so it is not standard-layout; `verbs` is its first member
-// and sits at offset 0 regardless, which is all this relies on.
-rf_context* context_of(ibv_context* c) {
-    return reinterpret_cast<rf_context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
-}
-rf_cq* cq_of(ibv_cq* c) { return reinterpret_cast<rf_cq*>(c); }
-rf_qp* qp_of(ibv_qp* q) { return reinterpret_cast<rf_qp*>(q); }
-
-// Sends a command; returns 0 or the errno value of the transport or of the verb.
-int command(ibv_context* context, attach::request& request, attach::reply& reply, int* fd = nullptr) {
-    if (int error = context_of(context)->channel.call(request, reply, fd)) return error;
-    return reply.status;
-}
-
-attach::request make_request(attach::op code, std::uint32_t handle = 0) {
-    attach::request r;
-    std::memset(&r, 0, sizeof r);
-    r.code = code;
-    r.handle = handle;
-    return r;
-}
-
-void* map_shared(int fd, std::size_t length) {
-    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    return p == MAP_FAILED ? nullptr : p;
-}
+using namespace rocefab::verbs;
 
 // ---- fast path -------------------------------------------------------------------------
 
@@ -423,6 +337,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
     c.ops.post_recv = post_recv;
     ctx->verbs.sz = sizeof(verbs_context);
     ctx->verbs.query_port = query_port_ex;
+    install_extended_ops(ctx->verbs);
     return &c;
 }
 
@@ -628,8 +543,10 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
     return 0;
 }
 
-ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
-                      int comp_vector) {
+} // extern "C"
+
+rf_cq* rocefab::verbs::create_cq_object(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                                        int comp_vector) {
     if (cqe < 1 || static_cast<std::uint32_t>(cqe) > hw::max_queue_depth || comp_vector < 0 ||
         comp_vector >= context->num_comp_vectors) {
         errno = EINVAL;
@@ -671,7 +588,15 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
     rf_context* ctx = context_of(context);
     std::lock_guard guard(ctx->objects_lock);
     ctx->cqs[reply.handle] = cq;
-    return &cq->cq;
+    return cq;
+}
+
+extern "C" {
+
+ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                      int comp_vector) {
+    rf_cq* cq = create_cq_object(context, cqe, cq_context, channel, comp_vector);
+    return cq ? &cq->cq : nullptr;
 }
 
 int ibv_destroy_cq(ibv_cq* ibcq) {
@@ -718,7 +643,9 @@ void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
 
 // ---- QPs -------------------------------------------------------------------------------
 
-ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
+} // extern "C"
+
+rf_qp* rocefab::verbs::create_qp_object(ibv_pd* pd, ibv_qp_init_attr* init) {
     if (!init->send_cq || !init->recv_cq) {
         errno = EINVAL;
         return nullptr;
@@ -783,7 +710,14 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
     rf_context* ctx = context_of(pd->context);
     std::lock_guard guard(ctx->objects_lock);
     ctx->qps[reply.handle] = qp;
-    return &q;
+    return qp;
+}
+
+extern "C" {
+
+ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
+    rf_qp* qp = create_qp_object(pd, init);
+    return qp ? &qp->qp : nullptr;
 }
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {

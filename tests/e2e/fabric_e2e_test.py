@@ -138,6 +138,19 @@ class rc_pingpong(fabric_case):
         self.assertEqual(server_rc, 0, server_out + server_err)
 
 
+class extended_verbs(fabric_case):
+    def test_cq_ex_qp_ex_and_wr_builders_move_data_between_hosts(self):
+        program = os.path.join(BUILD, "tools", "integrity", "verbs-ex-check")
+        port = str(free_tcp_port())
+        server = self.start_on("h2", program, "--server", "-d", "rfab0", "-g", "1", "-p", port)
+        client = self.run_on("h1", program, "127.0.0.1", "-d", "rfab0", "-g", "1", "-p", port)
+        server_out, server_err = server.communicate(timeout=60)
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(server.returncode, 0, server_out + server_err)
+        self.assertEqual(client.stdout, "verbs-ex-check: ok\n")
+        self.assertEqual(server_out, "verbs-ex-check: ok\n")
+
+
 class capture_and_tshark(fabric_case):
     def test_every_frame_on_a_cable_decodes_as_rocev2_without_warnings(self):
         pcap = os.path.join(self.runtime.name, "h1.pcap")

@@ -77,9 +77,6 @@ TEST_F(abi_library, pointer_verbs_without_support_return_null_and_set_errno)
 		  nullptr);
 	EXPECT_EQ(errno, EOPNOTSUPP);
 	errno = 0;
-	EXPECT_EQ(get<ibv_qp_ex *(ibv_qp *)>("ibv_qp_to_qp_ex")(nullptr), nullptr);
-	EXPECT_EQ(errno, EOPNOTSUPP);
-	errno = 0;
 	EXPECT_EQ(get<ibv_context *(ibv_device *, void *)>("verbs_open_device")(nullptr, nullptr), nullptr);
 	EXPECT_EQ(errno, EOPNOTSUPP);
 }

@@ -88,6 +88,7 @@ int ibv_destroy_qp(struct ibv_qp *) { return EOPNOTSUPP; }
 int ibv_get_async_event(struct ibv_context *, struct ibv_async_event *) { return fail_minus_one(); }
 void ibv_ack_async_event(struct ibv_async_event *) {}
 int ibv_fork_init(void) { return EOPNOTSUPP; }
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *) { return nullptr; }
 enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_DISABLED; }
 int ibv_dofork_range(void *, size_t) { return EOPNOTSUPP; }
 int ibv_dontfork_range(void *, size_t) { return EOPNOTSUPP; }

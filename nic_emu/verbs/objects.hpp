@@ -1,0 +1,131 @@
+// The library's objects: what a verbs handle points at. Shared by verbs.cpp (the classic
+// verbs) and extended.cpp (ibv_create_cq_ex, ibv_qp_ex and the ibv_wr_* calls, query_device_ex).
+#pragma once
+
+#include "dataplane/doorbell.hpp"
+#include "nic_emu/attach_protocol.hpp"
+#include "nic_emu/hw_abi.hpp"
+#include "nic_emu/verbs/command_channel.hpp"
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace rocefab::verbs {
+
+// ---- objects ---------------------------------------------------------------------------
+
+struct rf_device {
+    ibv_device device; // first: ibv_device* converts back with a cast
+    attach::device_info info;
+    int index;
+};
+
+struct rf_device_list {
+    std::size_t count;
+    rf_device* devices;
+    ibv_device** pointers; // what the caller holds; NULL-terminated
+};
+
+struct rf_context;
+
+struct rf_pd {
+    ibv_pd pd;
+};
+
+struct rf_mr {
+    ibv_mr mr;
+};
+
+struct rf_channel {
+    ibv_comp_channel channel;
+    std::uint32_t handle;
+};
+
+struct rf_cq {
+    // An ibv_cq_ex begins with the fields of an ibv_cq: one object serves both APIs.
+    union {
+        ibv_cq cq;
+        ibv_cq_ex ex;
+    };
+    hw::cq_control* control = nullptr;
+    hw::cqe* slots = nullptr;
+    std::uint32_t slot_count = 0;
+    std::size_t map_length = 0;
+    std::mutex poll_lock; // ibv_poll_cq may be called from several threads
+    unsigned empty_polls = 0;
+    bool ex_current = false; // start_poll/next_poll left a CQE current, consumed by the next call
+};
+
+struct rf_qp {
+    // An ibv_qp_ex begins with an ibv_qp (qp_base): one object serves both APIs.
+    union {
+        ibv_qp qp;
+        ibv_qp_ex ex;
+    };
+    bool extended = false;           // created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+    std::uint32_t wr_producer = 0;   // ibv_wr_*: where the next WQE goes, published by wr_complete
+    hw::send_wqe* wr_current = nullptr;
+    int wr_error = 0;
+    hw::qp_control* control = nullptr;
+    hw::send_wqe* send_slots = nullptr;
+    hw::recv_wqe* recv_slots = nullptr;
+    std::size_t map_length = 0;
+    ibv_qp_cap cap{};
+    bool sq_sig_all = false;
+    std::mutex send_lock; // serialises producers of the send ring
+    std::mutex recv_lock; // serialises producers of the receive ring
+};
+
+struct rf_context {
+    verbs_context verbs; // first: context_of() depends on it // ibv_context must be last inside it; verbs.h finds verbs_context by offset
+    attach::device_info info;
+    verbs::command_channel channel;
+    std::mutex objects_lock;
+    std::map<std::uint32_t, rf_cq*> cqs; // for completion and async events
+    std::map<std::uint32_t, rf_qp*> qps;
+    doorbell* bell = nullptr; // the data plane's, in a page shared with the daemon
+};
+
+// rf_context holds a mutex and a map, so it is not standard-layout; `verbs` is its first member
+// and sits at offset 0 regardless, which is all this relies on.
+inline rf_context* context_of(ibv_context* c) {
+    return reinterpret_cast<rf_context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
+}
+inline rf_cq* cq_of(ibv_cq* c) { return reinterpret_cast<rf_cq*>(c); }
+inline rf_qp* qp_of(ibv_qp* q) { return reinterpret_cast<rf_qp*>(q); }
+
+// Sends a command; returns 0 or the errno value of the transport or of the verb.
+inline int command(ibv_context* context, attach::request& request, attach::reply& reply, int* fd = nullptr) {
+    if (int error = context_of(context)->channel.call(request, reply, fd)) return error;
+    return reply.status;
+}
+
+inline attach::request make_request(attach::op code, std::uint32_t handle = 0) {
+    attach::request r;
+    std::memset(&r, 0, sizeof r);
+    r.code = code;
+    r.handle = handle;
+    return r;
+}
+
+inline void* map_shared(int fd, std::size_t length) {
+    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+
+// Shared by the classic and the extended constructors.
+rf_cq* create_cq_object(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                        int comp_vector);
+rf_qp* create_qp_object(ibv_pd* pd, ibv_qp_init_attr* init);
+// The verbs_context entries of extended.cpp.
+void install_extended_ops(verbs_context& context);
+
+} // namespace rocefab::verbs
