@@ -165,7 +165,11 @@ fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
         _wiring.link_at(_cables.back().second).set_up(l.params.up);
     }
     _wiring.attach_all(_pool);
-    _driver = std::make_unique<realtime_driver>(_wiring);
+    // Every source of work rings the doorbell (programs posting WQEs, the mailbox) or is a known
+    // time (frames in flight, node timers), so an idle fabric may sleep long: it costs no core.
+    backoff_policy policy;
+    policy.max_sleep = milliseconds(20);
+    _driver = std::make_unique<realtime_driver>(_wiring, policy);
     if (!nic::shared_region::create("rocefab-doorbell", 4096, _doorbell_page, _doorbell_fd))
         throw std::runtime_error(std::string("cannot create the doorbell page: ") + std::strerror(errno));
     _driver->mail().use_doorbell(new (_doorbell_page.base()) doorbell);
