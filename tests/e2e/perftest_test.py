@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""End-to-end: unmodified perftest binaries (Debian package perftest) between two emulated hosts.
+
+Run by meson (suite e2e) as:  /usr/bin/python3 perftest_test.py BUILD_DIR SOURCE_DIR [unittest args]
+"""
+
+import os
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fabric_e2e_test as base  # noqa: E402  (shares the fabric fixture and the argv handling)
+from fabric_e2e_test import fabric_case, free_tcp_port  # noqa: E402
+
+RESULT_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+", re.M)
+
+
+class perftest_case(fabric_case):
+    def perftest(self, program, *args, timeout=240):
+        """Server on h2, client on h1, both unmodified; returns the client's stdout."""
+        port = str(free_tcp_port())
+        common = ["-d", "rfab0", "-x", "1", "-p", port, *args]
+        server = self.start_on("h2", program, *common)
+        client = None
+        for _ in range(50):
+            client = self.run_on("h1", program, *common, "127.0.0.1", timeout=timeout)
+            if "Couldn't connect" not in client.stderr + client.stdout:
+                break
+        server_out, server_err = server.communicate(timeout=timeout)
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(server.returncode, 0, server_out + server_err)
+        return client.stdout
+
+    def sizes(self, output):
+        return [int(m.group(1)) for m in RESULT_ROW.finditer(output)]
+
+
+class rc_send_and_write(perftest_case):
+    def test_ib_send_bw_over_all_sizes(self):
+        out = self.perftest("ib_send_bw", "-a", "-n", "20")
+        self.assertEqual(self.sizes(out), [2 ** k for k in range(1, 24)])
+
+    def test_ib_write_bw_over_all_sizes(self):
+        out = self.perftest("ib_write_bw", "-a", "-n", "20")
+        self.assertEqual(self.sizes(out), [2 ** k for k in range(1, 24)])
+
+    def test_ib_send_lat(self):
+        out = self.perftest("ib_send_lat", "-n", "200")
+        self.assertEqual(self.sizes(out), [2])
+
+    def test_ib_write_lat(self):
+        out = self.perftest("ib_write_lat", "-n", "200")
+        self.assertEqual(self.sizes(out), [2])
+
+    def test_ib_write_bw_with_inline_and_several_qps(self):
+        out = self.perftest("ib_write_bw", "-s", "64", "-I", "64", "-q", "4", "-n", "500")
+        self.assertEqual(self.sizes(out), [64])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)
