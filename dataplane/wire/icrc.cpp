@@ -214,8 +214,8 @@ std::uint32_t crc32(std::span<const std::uint8_t> bytes) {
 }
 
 std::uint32_t compute_icrc(std::span<const std::uint8_t> packet) {
-    static constexpr std::uint8_t lrh_placeholder[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-    std::uint32_t crc = crc_update(0xffff'ffffu, lrh_placeholder, sizeof lrh_placeholder);
+    static constexpr std::uint8_t masked_lrh[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    std::uint32_t crc = crc_update(0xffff'ffffu, masked_lrh, sizeof masked_lrh);
     if (packet.empty()) return ~crc;
 
     const std::uint8_t version = packet[0] >> 4;

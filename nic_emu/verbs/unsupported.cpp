@@ -186,7 +186,7 @@ int ibv_read_sysfs_file(const char *, const char *, char *, size_t)
 }
 
 // ---------------------------------------------------------------------------
-// IBVERBS_1.1 defaults not implemented by the emulated NIC yet.
+// IBVERBS_1.1 defaults the emulated NIC does not offer yet: they fail as a provider without them does.
 
 struct ibv_ah *ibv_create_ah(struct ibv_pd *, struct ibv_ah_attr *)
 {

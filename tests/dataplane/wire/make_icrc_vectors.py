@@ -84,7 +84,7 @@ def frame(ipv6, opcode, payload_len, vlan=False, dscp=26, ecn=2, becn=0, psn=0x1
         if ours != scapys:
             sys.exit(f"annex implementation disagrees with scapy: {ours:#x} != {scapys:#x}")
         return raw
-    bth.icrc = 0  # placeholder, replaced below
+    bth.icrc = 0  # zero while the ICRC is computed; the real value is set below
     pkt = l2 / IPv6(src="fd00::10", dst="fd00::20", tc=dscp << 2 | ecn, fl=0x12345, hlim=63) \
         / UDP(sport=0xC123, dport=4791) / bth / Raw(body)
     raw = bytearray(bytes(pkt))
