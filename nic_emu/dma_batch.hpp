@@ -34,6 +34,12 @@ public:
         return (!_memory || _memory == memory) && _segments + segments <= max_segments &&
                _frames < max_frames && _completions < max_completions;
     }
+    // Room for this many more writes to `memory`, held frames and completions.
+    bool has_room(const address_space* memory, std::size_t segments, std::size_t frames,
+                  std::size_t completions) const {
+        return (!_memory || _memory == memory) && _segments + segments <= max_segments &&
+               _frames + frames <= max_frames && _completions + completions <= max_completions;
+    }
     bool empty() const { return _segments == 0 && _frames == 0 && _completions == 0; }
 
     void add_write(address_space* memory, void* from, std::uint64_t to, std::size_t length, queue_pair* writer) {
