@@ -72,7 +72,11 @@ protected:
         ASSERT_NE(test_pool(), nullptr);
         auto resolver_to = [](const nic_spec& peer) {
             return [peer](const wire::ipv6_address& gid, wire::mac_address& mac) {
-                if (!(gid == peer.address)) return false;
+                // The peer's IPv4 address, or its link-local GID (fe80::, EUI-64 from its MAC).
+                const auto& m = peer.mac.bytes;
+                const bool link_local = gid.bytes[0] == 0xfe && gid.bytes[1] == 0x80 && gid.bytes[8] == (m[0] ^ 2) &&
+                                        gid.bytes[13] == m[3] && gid.bytes[14] == m[4] && gid.bytes[15] == m[5];
+                if (!(gid == peer.address) && !link_local) return false;
                 mac = peer.mac;
                 return true;
             };
@@ -163,13 +167,14 @@ protected:
         return h.nic->modify_qp(h.context, q.handle, attr, mask, now());
     }
 
-    ibv_ah_attr address_of(const uc_ud_host& peer) const {
+    // GID index 1 is the IPv4-mapped address (RoCEv2 over IPv4), 0 the link-local one (IPv6).
+    ibv_ah_attr address_of(const uc_ud_host& peer, std::uint8_t gid_index = 1) const {
         ibv_ah_attr ah{};
         ah.is_global = 1;
         ah.port_num = 1;
         ah.grh.hop_limit = 1;
-        ah.grh.sgid_index = 1;
-        std::memcpy(ah.grh.dgid.raw, peer.nic->gid(1).bytes.data(), 16);
+        ah.grh.sgid_index = gid_index;
+        std::memcpy(ah.grh.dgid.raw, peer.nic->gid(gid_index).bytes.data(), 16);
         return ah;
     }
 
@@ -419,6 +424,50 @@ TEST_F(uc_ud_srq, ud_send_lands_after_a_grh_with_the_source_qp_and_immediate) {
     EXPECT_EQ(ip->source.load(), (10u << 24) | 1);
     EXPECT_EQ(ip->destination.load(), (10u << 24) | 2);
     EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 1000, h2.memory.begin() + 40));
+}
+
+TEST_F(uc_ud_srq, over_ipv6_the_grh_area_holds_the_ipv6_header) {
+    ring_qp a = make_qp(h1, IBV_QPT_UD), b = make_qp(h2, IBV_QPT_UD);
+    bring_up(h1, a, IBV_QPT_UD);
+    bring_up(h2, b, IBV_QPT_UD);
+    std::uint32_t ah = 0;
+    ibv_ah_attr attr = address_of(h2, 0);
+    attr.grh.traffic_class = 26 << 2;
+    attr.grh.flow_label = 0x12345;
+    ASSERT_EQ(h1.nic->create_ah(h1.context, h1.pd, attr, ah), 0);
+    fill_pattern(h1.memory, 0, 333, 4);
+    post_recv(h2, b, 40, 0, 1024);
+    post_send(h1, a, 1, IBV_WR_SEND, 0, 333, {.ah = ah, .remote_qpn = b.qpn});
+    run_for(milliseconds(1));
+    const auto recvs = poll(h2.recv_cq_control, h2.recv_cqes);
+    ASSERT_EQ(recvs.size(), 1u);
+    EXPECT_EQ(recvs[0].byte_len, 40u + 333u);
+    EXPECT_EQ(recvs[0].wc_flags, unsigned(IBV_WC_GRH));
+    const auto* ip = reinterpret_cast<const wire::ipv6_header*>(h2.memory.data());
+    EXPECT_EQ(ip->version(), 6);
+    EXPECT_EQ(ip->dscp(), 26);
+    EXPECT_EQ(ip->flow_label(), 0x12345u);
+    EXPECT_TRUE(ip->source == h1.nic->gid(0));
+    EXPECT_TRUE(ip->destination == h2.nic->gid(0));
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 333, h2.memory.begin() + 40));
+}
+
+TEST_F(uc_ud_srq, a_ud_receive_buffer_without_room_for_grh_and_payload_completes_with_a_length_error) {
+    ring_qp a = make_qp(h1, IBV_QPT_UD), b = make_qp(h2, IBV_QPT_UD);
+    bring_up(h1, a, IBV_QPT_UD);
+    bring_up(h2, b, IBV_QPT_UD);
+    std::uint32_t ah = 0;
+    ASSERT_EQ(h1.nic->create_ah(h1.context, h1.pd, address_of(h2), ah), 0);
+    post_recv(h2, b, 50, 0, 100); // 40 + 100 do not fit
+    post_recv(h2, b, 51, 4096, 140);
+    post_send(h1, a, 1, IBV_WR_SEND, 0, 100, {.ah = ah, .remote_qpn = b.qpn});
+    post_send(h1, a, 2, IBV_WR_SEND, 0, 100, {.ah = ah, .remote_qpn = b.qpn});
+    run_for(milliseconds(1));
+    const auto recvs = poll(h2.recv_cq_control, h2.recv_cqes);
+    ASSERT_EQ(recvs.size(), 2u);
+    EXPECT_EQ(recvs[0].status, IBV_WC_LOC_LEN_ERR);
+    EXPECT_EQ(recvs[1].status, IBV_WC_SUCCESS); // the QP goes on receiving
+    EXPECT_EQ(recvs[1].byte_len, 140u);
 }
 
 TEST_F(uc_ud_srq, a_ud_datagram_with_the_wrong_qkey_is_dropped_and_counted) {
