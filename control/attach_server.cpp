@@ -197,7 +197,7 @@ private:
                 return;
             }
             nic::nic_node::qp_request qr{q.pd, q.send_cq, q.recv_cq, static_cast<ibv_qp_type>(q.qp_type),
-                                         q.sq_sig_all != 0, q.cap};
+                                         q.sq_sig_all != 0, q.cap, q.srq};
             reply.status = on_nic([&] {
                 return nic->create_qp(ctx, qr, std::move(*region), reply.handle, reply.create_qp.qp_num,
                                       reply.create_qp.cap);
@@ -226,6 +226,45 @@ private:
         }
         case op::destroy_qp:
             reply.status = on_nic([&] { return nic->destroy_qp(ctx, request.handle); });
+            return;
+        case op::create_ah:
+            reply.status = on_nic([&] { return nic->create_ah(ctx, request.create_ah.pd, request.create_ah.attr, reply.handle); });
+            return;
+        case op::destroy_ah:
+            reply.status = on_nic([&] { return nic->destroy_ah(ctx, request.handle); });
+            return;
+        case op::create_srq: {
+            ibv_srq_attr granted{};
+            std::uint32_t slots;
+            if ((reply.status = nic::nic_node::srq_geometry(request.create_srq.attr, granted, slots))) return;
+            auto region = std::make_shared<nic::shared_region>();
+            int fd;
+            if (!nic::shared_region::create("rocefab-srq", hw::srq_region_size(slots), *region, fd)) {
+                reply.status = errno;
+                return;
+            }
+            reply.status = on_nic([&] {
+                return nic->create_srq(ctx, request.create_srq.pd, granted, slots, std::move(*region), reply.handle);
+            });
+            if (reply.status)
+                ::close(fd);
+            else {
+                reply.create_srq.slots = slots;
+                reply.create_srq.attr = granted;
+                pass_fd = fd;
+            }
+            return;
+        }
+        case op::modify_srq:
+            reply.status = on_nic([&] {
+                return nic->modify_srq(ctx, request.handle, request.modify_srq.attr, request.modify_srq.mask);
+            });
+            return;
+        case op::query_srq:
+            reply.status = on_nic([&] { return nic->query_srq(ctx, request.handle, reply.query_srq.attr); });
+            return;
+        case op::destroy_srq:
+            reply.status = on_nic([&] { return nic->destroy_srq(ctx, request.handle); });
             return;
         case op::map_doorbell:
             pass_fd = ::dup(_fabric.doorbell_fd());

@@ -40,6 +40,12 @@ enum class op : std::uint32_t {
     query_qp,
     destroy_qp,
     map_doorbell, // the page holding the data plane's doorbell (dataplane/doorbell.hpp)
+    create_ah,
+    destroy_ah,
+    create_srq, // replies with the SRQ ring's memfd (hw::srq_control)
+    modify_srq,
+    query_srq,
+    destroy_srq,
 };
 
 struct device_info {
@@ -86,6 +92,18 @@ struct request {
             ibv_qp_attr attr;
             std::int32_t mask;
         } modify_qp;
+        struct {
+            std::uint32_t pd;
+            ibv_ah_attr attr;
+        } create_ah;
+        struct {
+            std::uint32_t pd;
+            ibv_srq_attr attr;
+        } create_srq;
+        struct {
+            ibv_srq_attr attr;
+            std::int32_t mask; // enum ibv_srq_attr_mask
+        } modify_srq;
     };
 };
 
@@ -120,6 +138,13 @@ struct reply {
             std::uint32_t qp_type;
             std::uint32_t sq_sig_all;
         } query_qp;
+        struct {
+            std::uint32_t slots; // recv_wqe slots in the shared ring
+            ibv_srq_attr attr;   // what the SRQ really got
+        } create_srq;
+        struct {
+            ibv_srq_attr attr;
+        } query_srq;
     };
 };
 
@@ -131,7 +156,7 @@ struct cq_event_record {
 // What a context's async descriptor carries.
 struct async_event_record {
     std::uint32_t event_type; // enum ibv_event_type
-    std::uint32_t handle;     // QP/CQ handle, or port number for port events
+    std::uint32_t handle;     // QP/CQ/SRQ handle, or port number for port events
 };
 
 } // namespace rocefab::attach

@@ -44,7 +44,12 @@ namespace rocefab::nic {
     X(comp_events)                                                                                             \
     X(acks_sent)                                                                                               \
     X(naks_sent)                                                                                               \
-    X(retransmitted_packets)
+    X(retransmitted_packets)                                                                                   \
+    X(out_of_buffer) /* UC/UD: no receive WQE, the message was dropped (mlx5's name) */                       \
+    X(qkey_violations) /* UD: Q_Key of the datagram not the QP's, dropped (IBA 10.2.5) */                      \
+    X(uc_dropped_packets) /* UC: packets discarded after a gap until the next FIRST/ONLY */                    \
+    X(ud_send_too_long) /* UD: a send WQE longer than the path MTU completed in error */                       \
+    X(srq_limit_events)
 
 struct nic_counters {
 #define ROCEFAB_DECLARE(name) std::uint64_t name = 0;

@@ -34,6 +34,12 @@ public:
         return (!_memory || _memory == memory) && _segments + segments <= max_segments &&
                _frames < max_frames && _completions < max_completions;
     }
+    // Room for this many more writes to `memory`, held frames and completions.
+    bool has_room(const address_space* memory, std::size_t segments, std::size_t frames,
+                  std::size_t completions) const {
+        return (!_memory || _memory == memory) && _segments + segments <= max_segments &&
+               _frames + frames <= max_frames && _completions + completions <= max_completions;
+    }
     bool empty() const { return _segments == 0 && _frames == 0 && _completions == 0; }
 
     void add_write(address_space* memory, void* from, std::uint64_t to, std::size_t length, queue_pair* writer) {
@@ -56,9 +62,11 @@ public:
     // The QPs that wrote in this batch (each at least once; a QP may appear twice).
     std::span<queue_pair* const> writers() const { return {_writers.data(), _writers_count}; }
 
-    // After the write: frees the held frames and forgets everything.
-    void clear() {
-        for (std::size_t i = 0; i < _frames; ++i) rte_pktmbuf_free(_held[i]);
+    // After the write: frees the held frames, except `in_hand` (the frame receive() is still
+    // handling, which receive() frees itself), and forgets everything.
+    void clear(const rte_mbuf* in_hand = nullptr) {
+        for (std::size_t i = 0; i < _frames; ++i)
+            if (_held[i] != in_hand) rte_pktmbuf_free(_held[i]);
         _memory = nullptr;
         _segments = _frames = _completions = _writers_count = 0;
     }

@@ -130,6 +130,21 @@ inline constexpr std::size_t qp_region_size(std::uint32_t send_slots, std::uint3
     return align_up(qp_recv_slots_offset(send_slots) + std::size_t(recv_slots) * sizeof(recv_wqe), 4096);
 }
 
+// An SRQ's shared block: one receive ring shared by the QPs created with it (IBA 10.2.9),
+// followed by its recv_wqe slots.
+struct srq_control {
+    ring_header recv;
+};
+
+inline constexpr std::size_t srq_slots_offset = align_up(sizeof(srq_control), cache_line);
+inline constexpr std::size_t srq_region_size(std::uint32_t slots) {
+    return align_up(srq_slots_offset + std::size_t(slots) * sizeof(recv_wqe), 4096);
+}
+
+// UD receive buffers start with this many bytes for the GRH (IBA 11.4.1.1); over RoCEv2/IPv4
+// the IPv4 header fills the last 20 of them (rdma-core's ibv_grh convention, as rxe does).
+inline constexpr std::uint32_t grh_length = 40;
+
 inline constexpr std::uint32_t ring_slots_for(std::uint32_t requested) {
     std::uint32_t n = 1;
     while (n < requested) n <<= 1;

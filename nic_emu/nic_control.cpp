@@ -107,6 +107,10 @@ ibv_device_attr nic_node::device_attributes() const {
     a.max_qp = 65536;
     a.max_qp_wr = static_cast<int>(hw::max_queue_depth);
     a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID;
+    a.max_srq = 65536;
+    a.max_srq_wr = static_cast<int>(hw::max_queue_depth);
+    a.max_srq_sge = static_cast<int>(hw::max_sge);
+    a.max_ah = 65536;
     a.max_sge = static_cast<int>(hw::max_sge);
     a.max_sge_rd = static_cast<int>(hw::max_sge);
     a.max_cq = 65536;
@@ -175,6 +179,14 @@ void nic_node::close_context(std::uint32_t context) {
         if (qp->context == context) handles.push_back(h);
     for (auto h : handles) destroy_qp(context, h);
     handles.clear();
+    for (const auto& [h, srq] : _srqs)
+        if (srq->context == context) handles.push_back(h);
+    for (auto h : handles) destroy_srq(context, h);
+    handles.clear();
+    for (const auto& [h, ah] : _ahs)
+        if (ah.context == context) handles.push_back(h);
+    for (auto h : handles) destroy_ah(context, h);
+    handles.clear();
     for (const auto& [h, cq] : _cqs)
         if (cq->context == context) handles.push_back(h);
     for (auto h : handles) destroy_cq(context, h);
@@ -208,6 +220,10 @@ int nic_node::dealloc_pd(std::uint32_t context, std::uint32_t handle) {
         if (mr.pd == handle) return EBUSY;
     for (const auto& [h, qp] : _qps)
         if (qp->pd == handle) return EBUSY;
+    for (const auto& [h, srq] : _srqs)
+        if (srq->pd == handle) return EBUSY;
+    for (const auto& [h, ah] : _ahs)
+        if (ah.pd == handle) return EBUSY;
     _pds.erase(it);
     return 0;
 }
@@ -364,7 +380,13 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
     if (pd == _pds.end() || pd->second.context != context) return EINVAL;
     if (scq == _cqs.end() || scq->second->context != context) return EINVAL;
     if (rcq == _cqs.end() || rcq->second->context != context) return EINVAL;
-    if (request.type != IBV_QPT_RC) return EOPNOTSUPP;
+    if (request.type != IBV_QPT_RC && request.type != IBV_QPT_UC && request.type != IBV_QPT_UD) return EOPNOTSUPP;
+    shared_receive_queue* srq = nullptr;
+    if (request.srq) {
+        auto s = _srqs.find(request.srq);
+        if (s == _srqs.end() || s->second->context != context) return EINVAL;
+        srq = s->second.get();
+    }
     std::uint32_t send_slots, recv_slots;
     if (int error = qp_geometry(request.cap, cap, send_slots, recv_slots)) return error;
     if (region.length() < hw::qp_region_size(send_slots, recv_slots)) return EINVAL;
@@ -379,6 +401,7 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
     qp->recv_cq = rcq->second.get();
     qp->sq_sig_all = request.sq_sig_all;
     qp->cap = cap;
+    qp->srq = srq;
     qp->control = static_cast<hw::qp_control*>(region.base());
     qp->send_slots = reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region.base()) + hw::qp_send_slots_offset);
     qp->recv_slots =
@@ -393,6 +416,11 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
     qp->started_work.resize(send_slots);
     qp->attr.qp_state = IBV_QPS_RESET;
     qp->attr.path_mtu = IBV_MTU_1024;
+    if (qp->type == IBV_QPT_UD) {
+        // A UD QP has no path of its own: its messages are bounded by the port's MTU.
+        qp->attr.path_mtu = port_attributes().active_mtu;
+        qp->mtu_bytes = mtu_bytes(qp->attr.path_mtu);
+    }
     _qps_by_number[qp->qpn] = qp.get();
     _active_qps.push_back(qp.get());
     _qps[qp->handle] = std::move(qp);
@@ -533,6 +561,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.sq_retired = qp.sq_started = qp.sq_current = qp.rq_consumed = 0;
             qp.sq_offset = 0;
             qp.receiving = qp.writing = qp.nak_outstanding = false;
+            qp.uc_dropping = qp.uc_send_in_progress = false;
             qp.retransmit_deadline = never;
             qp.msn = 0;
         }

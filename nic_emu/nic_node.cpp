@@ -102,20 +102,28 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         return;
     }
     queue_pair& qp = *it->second;
-    if (packet.info->transport != wire::ib_transport::rc || qp.type != IBV_QPT_RC) {
+    const wire::ib_transport transport = packet.info->transport;
+    const bool transport_matches = (transport == wire::ib_transport::rc && qp.type == IBV_QPT_RC) ||
+                                   (transport == wire::ib_transport::uc && qp.type == IBV_QPT_UC) ||
+                                   (transport == wire::ib_transport::ud && qp.type == IBV_QPT_UD);
+    if (!transport_matches) {
         ++_counters.rx_transport_mismatch;
         rte_pktmbuf_free(frame);
         return;
     }
-    // IBA 9.6.1.5: an RC packet must come from the QP's connected peer.
+    // IBA 9.6.1.5: a connected QP's packet must come from its peer; UD takes any source.
     if (qp.state == IBV_QPS_RESET || qp.state == IBV_QPS_INIT ||
-        !(packet.source_gid == qp.headers.destination_gid)) {
+        (qp.type != IBV_QPT_UD && !(packet.source_gid == qp.headers.destination_gid))) {
         ++_counters.rx_qp_state_drops;
         rte_pktmbuf_free(frame);
         return;
     }
     _current_frame = frame;
-    if (packet.info->has(wire::opcode_mask::response))
+    if (qp.type == IBV_QPT_UC)
+        handle_uc_request(qp, packet);
+    else if (qp.type == IBV_QPT_UD)
+        handle_ud_request(qp, packet);
+    else if (packet.info->has(wire::opcode_mask::response))
         handle_response(qp, packet, now);
     else
         handle_request(qp, packet, now);

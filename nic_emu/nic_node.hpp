@@ -88,6 +88,7 @@ public:
         ibv_qp_type type;
         bool sq_sig_all;
         ibv_qp_cap cap;
+        std::uint32_t srq = 0; // 0: the QP has its own receive ring
     };
     // Rounds the capabilities up to what the NIC gives; `cap` returns them.
     static int qp_geometry(const ibv_qp_cap& requested, ibv_qp_cap& granted, std::uint32_t& send_slots,
@@ -98,6 +99,17 @@ public:
     int query_qp(std::uint32_t context, std::uint32_t handle, ibv_qp_attr& attr, ibv_qp_cap& cap,
                  bool& sq_sig_all) const;
     int destroy_qp(std::uint32_t context, std::uint32_t handle);
+
+    // ah_srq_control.cpp: address handles and shared receive queues.
+    int create_ah(std::uint32_t context, std::uint32_t pd, const ibv_ah_attr& attr, std::uint32_t& handle);
+    int destroy_ah(std::uint32_t context, std::uint32_t handle);
+    // Rounds max_wr up to ring slots and checks the limits; `granted` returns what the SRQ gets.
+    static int srq_geometry(const ibv_srq_attr& requested, ibv_srq_attr& granted, std::uint32_t& slots);
+    int create_srq(std::uint32_t context, std::uint32_t pd, const ibv_srq_attr& granted, std::uint32_t slots,
+                   shared_region region, std::uint32_t& handle);
+    int modify_srq(std::uint32_t context, std::uint32_t handle, const ibv_srq_attr& attr, int mask);
+    int query_srq(std::uint32_t context, std::uint32_t handle, ibv_srq_attr& attr) const;
+    int destroy_srq(std::uint32_t context, std::uint32_t handle);
 
     // Test access.
     const queue_pair* find_qp_by_number(std::uint32_t qpn) const;
@@ -133,6 +145,12 @@ private:
     bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
                                const std::uint8_t* data, std::size_t length, ibv_wc_status& status);
     void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited);
+    // uc_ud_transport.cpp: the unreliable transports (IBA 9.4 UC, 9.8 UD) and SRQ receive WQEs.
+    ibv_wc_status start_ud_send(queue_pair& qp, send_work& work);
+    void retire_sent(queue_pair& qp);
+    void handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet);
+    void handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet);
+    bool take_srq_wqe(queue_pair& qp);
     // Makes the staged writes, then posts the completions that waited for them.
     bool flush_dma();
     // cq.cpp
@@ -167,6 +185,8 @@ private:
     std::map<std::uint32_t, std::unique_ptr<completion_queue>> _cqs;
     std::map<std::uint32_t, std::unique_ptr<queue_pair>> _qps;  // by handle
     std::unordered_map<std::uint32_t, queue_pair*> _qps_by_number;
+    std::unordered_map<std::uint32_t, address_handle> _ahs;     // by handle
+    std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
     dma_batch _dma;
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
     std::vector<queue_pair*> _active_qps; // iteration order for the requester (round robin)

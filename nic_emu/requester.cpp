@@ -48,6 +48,16 @@ ib_opcode packet_opcode(std::uint8_t wr_opcode, bool first, bool last) {
     }
 }
 
+// UC carries the same SEND and WRITE opcodes as RC, 0x20 above them (IBA 9.2.1 Table 39); a UD
+// message is one packet, SEND ONLY (with immediate).
+std::uint8_t transport_opcode(ibv_qp_type type, ib_opcode rc_opcode) {
+    if (type == IBV_QPT_UC) return static_cast<std::uint8_t>(wire::to_byte(rc_opcode) + 0x20);
+    if (type == IBV_QPT_UD)
+        return wire::to_byte(rc_opcode == ib_opcode::rc_send_only_with_immediate ? ib_opcode::ud_send_only_with_immediate
+                                                                                 : ib_opcode::ud_send_only);
+    return wire::to_byte(rc_opcode);
+}
+
 } // namespace
 
 bool nic_node::run_requester(queue_pair& qp, sim_time now) {
@@ -71,6 +81,8 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
         did_work = true;
     }
     transmit_batch(qp, batch, now);
+    // UC and UD expect no acknowledgement: a WQE is done once its last packet is sent.
+    if (qp.type != IBV_QPT_RC && qp.state != IBV_QPS_ERR) retire_sent(qp);
     return did_work;
 }
 
@@ -129,6 +141,9 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
     }
     work.length = message_length(wqe);
     if (work.length > (1ull << 31)) return fail(IBV_WC_LOC_LEN_ERR);
+    if (qp.type == IBV_QPT_UD) {
+        if (const ibv_wc_status status = start_ud_send(qp, work); status != IBV_WC_SUCCESS) return fail(status);
+    }
     work.packets = std::max<std::uint32_t>(1, static_cast<std::uint32_t>((work.length + qp.mtu_bytes - 1) / qp.mtu_bytes));
     qp.next_psn = wire::psn_add(work.first_psn, 0);
     qp.sq_offset = 0;
@@ -144,9 +159,9 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
     const std::uint32_t psn = qp.next_psn;
 
     wire::roce_headers_spec& spec = qp.headers;
-    spec.opcode = wire::to_byte(packet_opcode(wqe.opcode, first, last));
+    spec.opcode = transport_opcode(qp.type, packet_opcode(wqe.opcode, first, last));
     spec.psn = psn;
-    spec.ack_request = last || (psn % ack_request_interval) == 0;
+    spec.ack_request = qp.type == IBV_QPT_RC && (last || (psn % ack_request_interval) == 0);
     spec.solicited = last && (wqe.flags & hw::wqe_flag::solicited);
     const bool is_write = wqe.opcode == IBV_WR_RDMA_WRITE || wqe.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
     if (is_write && first) {

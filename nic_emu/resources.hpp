@@ -76,6 +76,31 @@ struct completion_queue {
     std::uint32_t produced = 0; // the NIC's own producer index; the shared copy is only published
 };
 
+// An address handle (IBA 10.2.2): where UD sends go. The headers are resolved once, at
+// creation; a send WQE names the handle and adds the destination QPN and Q_Key.
+struct address_handle {
+    std::uint32_t handle = 0;
+    std::uint32_t context = 0;
+    std::uint32_t pd = 0;
+    ibv_ah_attr attr{};
+    wire::roce_headers_spec headers;
+};
+
+// A shared receive queue (IBA 10.2.9): one receive ring the QPs created with it take WQEs from.
+struct shared_receive_queue {
+    std::uint32_t handle = 0;
+    std::uint32_t context = 0;
+    std::uint32_t pd = 0;
+    shared_region region;
+    hw::srq_control* control = nullptr;
+    hw::recv_wqe* slots = nullptr;
+    std::uint32_t size = 0;     // ring slots, a power of two
+    std::uint32_t max_wr = 0;
+    std::uint32_t max_sge = 0;
+    std::uint32_t limit = 0;    // armed SRQ limit (IBA 10.2.9.4); 0 = not armed
+    std::uint32_t consumed = 0; // == control->recv.consumer, kept privately
+};
+
 // What the requester keeps of a send WQE once it starts on it: a private copy (the application
 // may scribble on the ring; what was validated stays what is sent) and its PSN range.
 struct send_work {
@@ -97,6 +122,7 @@ struct queue_pair {
     completion_queue* recv_cq = nullptr;
     bool sq_sig_all = false;
     ibv_qp_cap cap{};
+    shared_receive_queue* srq = nullptr; // receive WQEs come from here when set
 
     shared_region region;
     hw::qp_control* control = nullptr;
@@ -139,6 +165,12 @@ struct queue_pair {
     std::uint64_t write_remaining = 0;
     std::uint64_t write_total = 0;
     std::uint32_t rq_consumed = 0; // == control->recv.consumer, kept privately
+
+    // UC responder (IBA 9.4 and 9.7.5.1.1, as rxe's drop_msg): after a PSN gap or a bad packet the rest of
+    // the message is discarded until a FIRST or ONLY starts a new one. `receiving` then means
+    // only that recv_work is held, to be reused by the next SEND (uc_send_in_progress is false).
+    bool uc_dropping = false;
+    bool uc_send_in_progress = false;
 };
 
 } // namespace rocefab::nic

@@ -31,6 +31,7 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
 }
 
 bool nic_node::take_receive_wqe(queue_pair& qp) {
+    if (qp.srq) return take_srq_wqe(qp);
     const std::uint32_t producer = qp.control->recv.producer.load(std::memory_order_acquire);
     if (producer == qp.rq_consumed) return false;
     if (producer - qp.rq_consumed > qp.recv_size) return false; // a corrupt ring holds nothing usable
@@ -110,7 +111,7 @@ bool nic_node::flush_dma() {
     } else {
         for (const auto& c : _dma.completions()) post_completion(*c.cq, c.entry, c.solicited);
     }
-    _dma.clear();
+    _dma.clear(_current_frame);
     return true;
 }
 

@@ -82,6 +82,20 @@ struct rf_qp {
     std::mutex recv_lock; // serialises producers of the receive ring
 };
 
+struct rf_srq {
+    ibv_srq srq; // first: ibv_srq* converts back with a cast
+    hw::srq_control* control = nullptr;
+    hw::recv_wqe* slots = nullptr;
+    std::size_t map_length = 0;
+    std::uint32_t max_wr = 0;
+    std::uint32_t max_sge = 0;
+    std::mutex lock; // serialises producers of the shared ring
+};
+
+struct rf_ah {
+    ibv_ah ah;
+};
+
 struct rf_context {
     verbs_context verbs; // first: context_of() depends on it // ibv_context must be last inside it; verbs.h finds verbs_context by offset
     attach::device_info info;
@@ -89,6 +103,7 @@ struct rf_context {
     std::mutex objects_lock;
     std::map<std::uint32_t, rf_cq*> cqs; // for completion and async events
     std::map<std::uint32_t, rf_qp*> qps;
+    std::map<std::uint32_t, rf_srq*> srqs; // for SRQ async events
     doorbell* bell = nullptr; // the data plane's, in a page shared with the daemon
 };
 

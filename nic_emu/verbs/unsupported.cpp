@@ -188,16 +188,6 @@ int ibv_read_sysfs_file(const char *, const char *, char *, size_t)
 // ---------------------------------------------------------------------------
 // IBVERBS_1.1 defaults the emulated NIC does not offer yet: they fail as a provider without them does.
 
-struct ibv_ah *ibv_create_ah(struct ibv_pd *, struct ibv_ah_attr *)
-{
-	return static_cast<ibv_ah *>(fail_null_eopnotsupp());
-}
-
-int ibv_destroy_ah(struct ibv_ah *)
-{
-	return EOPNOTSUPP;
-}
-
 // rdma-core documents "0 or -1 with errno" for this one (it fails with -1
 // when a GID lookup fails); it leaves *ah_attr untouched on this path.
 int ibv_init_ah_from_wc(struct ibv_context *, uint8_t, struct ibv_wc *, struct ibv_grh *,
@@ -217,26 +207,6 @@ int ibv_attach_mcast(struct ibv_qp *, const union ibv_gid *, uint16_t)
 }
 
 int ibv_detach_mcast(struct ibv_qp *, const union ibv_gid *, uint16_t)
-{
-	return EOPNOTSUPP;
-}
-
-struct ibv_srq *ibv_create_srq(struct ibv_pd *, struct ibv_srq_init_attr *)
-{
-	return static_cast<ibv_srq *>(fail_null_eopnotsupp());
-}
-
-int ibv_modify_srq(struct ibv_srq *, struct ibv_srq_attr *, int)
-{
-	return EOPNOTSUPP;
-}
-
-int ibv_query_srq(struct ibv_srq *, struct ibv_srq_attr *)
-{
-	return EOPNOTSUPP;
-}
-
-int ibv_destroy_srq(struct ibv_srq *)
 {
 	return EOPNOTSUPP;
 }

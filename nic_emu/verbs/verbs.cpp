@@ -158,6 +158,35 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     return error;
 }
 
+int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+    rf_srq* srq = reinterpret_cast<rf_srq*>(ibsrq);
+    std::lock_guard guard(srq->lock);
+    hw::ring_header& ring = srq->control->recv;
+    std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
+    const std::uint32_t mask = ring.size - 1;
+    int error = 0;
+    for (; wr; wr = wr->next) {
+        if (producer - ring.consumer.load(std::memory_order_acquire) >= srq->max_wr) {
+            error = ENOMEM;
+            break;
+        }
+        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > srq->max_sge) {
+            error = EINVAL;
+            break;
+        }
+        hw::recv_wqe& slot = srq->slots[producer & mask];
+        slot.wr_id = wr->wr_id;
+        slot.num_sge = static_cast<std::uint32_t>(wr->num_sge);
+        for (int i = 0; i < wr->num_sge; ++i)
+            slot.sg_list[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+        ++producer;
+        ring.producer.store(producer, std::memory_order_release);
+    }
+    if (error) *bad_wr = wr;
+    context_of(ibsrq->context)->bell->ring();
+    return error;
+}
+
 constexpr unsigned empty_polls_before_yield = 4;
 
 int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
@@ -335,6 +364,7 @@ ibv_context* ibv_open_device(ibv_device* device) {
     c.ops.req_notify_cq = req_notify_cq;
     c.ops.post_send = post_send;
     c.ops.post_recv = post_recv;
+    c.ops.post_srq_recv = post_srq_recv;
     ctx->verbs.sz = sizeof(verbs_context);
     ctx->verbs.query_port = query_port_ex;
     install_extended_ops(ctx->verbs);
@@ -650,13 +680,8 @@ rf_qp* rocefab::verbs::create_qp_object(ibv_pd* pd, ibv_qp_init_attr* init) {
         errno = EINVAL;
         return nullptr;
     }
-    if (init->qp_type != IBV_QPT_RC) {
-        // UC, UD and SRQ arrive with the transport issue; until then the NIC refuses them the
-        // way a device without the capability does.
-        errno = EOPNOTSUPP;
-        return nullptr;
-    }
-    if (init->srq) {
+    if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC && init->qp_type != IBV_QPT_UD) {
+        // XRC, raw packet and driver QPs: the NIC refuses them as a device without them does.
         errno = EOPNOTSUPP;
         return nullptr;
     }
@@ -667,6 +692,7 @@ rf_qp* rocefab::verbs::create_qp_object(ibv_pd* pd, ibv_qp_init_attr* init) {
     request.create_qp.qp_type = init->qp_type;
     request.create_qp.sq_sig_all = init->sq_sig_all;
     request.create_qp.cap = init->cap;
+    request.create_qp.srq = init->srq ? init->srq->handle : 0;
     attach::reply reply;
     int fd = -1;
     if (int error = command(pd->context, request, reply, &fd)) {
@@ -765,6 +791,115 @@ int ibv_destroy_qp(ibv_qp* ibqp) {
     return 0;
 }
 
+// ---- address handles -------------------------------------------------------------------
+
+ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+    attach::request request = make_request(attach::op::create_ah);
+    request.create_ah.pd = pd->handle;
+    request.create_ah.attr = *attr;
+    attach::reply reply;
+    if (int error = command(pd->context, request, reply)) {
+        errno = error;
+        return nullptr;
+    }
+    auto* ah = new (std::nothrow) rf_ah{};
+    if (!ah) {
+        attach::request destroy = make_request(attach::op::destroy_ah, reply.handle);
+        command(pd->context, destroy, reply);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    ah->ah.context = pd->context;
+    ah->ah.pd = pd;
+    ah->ah.handle = reply.handle;
+    return &ah->ah;
+}
+
+int ibv_destroy_ah(ibv_ah* ah) {
+    attach::request request = make_request(attach::op::destroy_ah, ah->handle);
+    attach::reply reply;
+    if (int error = command(ah->context, request, reply)) return error;
+    delete reinterpret_cast<rf_ah*>(ah);
+    return 0;
+}
+
+// ---- shared receive queues --------------------------------------------------------------
+
+ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* init) {
+    attach::request request = make_request(attach::op::create_srq);
+    request.create_srq.pd = pd->handle;
+    request.create_srq.attr = init->attr;
+    attach::reply reply;
+    int fd = -1;
+    if (int error = command(pd->context, request, reply, &fd)) {
+        if (fd >= 0) ::close(fd);
+        errno = error;
+        return nullptr;
+    }
+    const std::size_t length = hw::srq_region_size(reply.create_srq.slots);
+    auto* srq = new (std::nothrow) rf_srq{};
+    void* region = fd >= 0 ? map_shared(fd, length) : nullptr;
+    if (!srq || !region) {
+        if (region) ::munmap(region, length);
+        delete srq;
+        attach::request destroy = make_request(attach::op::destroy_srq, reply.handle);
+        command(pd->context, destroy, reply);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    srq->control = static_cast<hw::srq_control*>(region);
+    srq->slots = reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region) + hw::srq_slots_offset);
+    srq->map_length = length;
+    srq->max_wr = reply.create_srq.attr.max_wr;
+    srq->max_sge = reply.create_srq.attr.max_sge;
+    ibv_srq& s = srq->srq;
+    s.context = pd->context;
+    s.srq_context = init->srq_context;
+    s.pd = pd;
+    s.handle = reply.handle;
+    s.events_completed = 0;
+    pthread_mutex_init(&s.mutex, nullptr);
+    pthread_cond_init(&s.cond, nullptr);
+    // Like ibv_create_qp's cap, the attributes report what the SRQ really got.
+    init->attr.max_wr = srq->max_wr;
+    init->attr.max_sge = srq->max_sge;
+    rf_context* ctx = context_of(pd->context);
+    std::lock_guard guard(ctx->objects_lock);
+    ctx->srqs[reply.handle] = srq;
+    return &s;
+}
+
+int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) {
+    attach::request request = make_request(attach::op::modify_srq, srq->handle);
+    request.modify_srq.attr = *attr;
+    request.modify_srq.mask = attr_mask;
+    attach::reply reply;
+    return command(srq->context, request, reply);
+}
+
+int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
+    attach::request request = make_request(attach::op::query_srq, srq->handle);
+    attach::reply reply;
+    if (int error = command(srq->context, request, reply)) return error;
+    *attr = reply.query_srq.attr;
+    return 0;
+}
+
+int ibv_destroy_srq(ibv_srq* ibsrq) {
+    rf_srq* srq = reinterpret_cast<rf_srq*>(ibsrq);
+    attach::request request = make_request(attach::op::destroy_srq, ibsrq->handle);
+    attach::reply reply;
+    if (int error = command(ibsrq->context, request, reply)) return error;
+    {
+        rf_context* ctx = context_of(ibsrq->context);
+        std::lock_guard guard(ctx->objects_lock);
+        ctx->srqs.erase(ibsrq->handle);
+    }
+    ::munmap(srq->control, srq->map_length);
+    delete srq;
+    return 0;
+}
+
 // ---- async events ----------------------------------------------------------------------
 
 int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
@@ -781,6 +916,12 @@ int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
     case IBV_EVENT_CQ_ERR: {
         auto it = ctx->cqs.find(record.handle);
         event->element.cq = it == ctx->cqs.end() ? nullptr : &it->second->cq;
+        break;
+    }
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+        auto it = ctx->srqs.find(record.handle);
+        event->element.srq = it == ctx->srqs.end() ? nullptr : &it->second->srq;
         break;
     }
     case IBV_EVENT_PORT_ACTIVE:

@@ -85,6 +85,12 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *, struct ibv_qp_init_attr *) { retur
 int ibv_query_qp(struct ibv_qp *, struct ibv_qp_attr *, int, struct ibv_qp_init_attr *) { return EOPNOTSUPP; }
 int ibv_modify_qp(struct ibv_qp *, struct ibv_qp_attr *, int) { return EOPNOTSUPP; }
 int ibv_destroy_qp(struct ibv_qp *) { return EOPNOTSUPP; }
+struct ibv_ah *ibv_create_ah(struct ibv_pd *, struct ibv_ah_attr *) { return static_cast<ibv_ah *>(fail_null()); }
+int ibv_destroy_ah(struct ibv_ah *) { return EOPNOTSUPP; }
+struct ibv_srq *ibv_create_srq(struct ibv_pd *, struct ibv_srq_init_attr *) { return static_cast<ibv_srq *>(fail_null()); }
+int ibv_modify_srq(struct ibv_srq *, struct ibv_srq_attr *, int) { return EOPNOTSUPP; }
+int ibv_query_srq(struct ibv_srq *, struct ibv_srq_attr *) { return EOPNOTSUPP; }
+int ibv_destroy_srq(struct ibv_srq *) { return EOPNOTSUPP; }
 int ibv_get_async_event(struct ibv_context *, struct ibv_async_event *) { return fail_minus_one(); }
 void ibv_ack_async_event(struct ibv_async_event *) {}
 int ibv_fork_init(void) { return EOPNOTSUPP; }

@@ -1,0 +1,284 @@
+// The unreliable transports and shared receive queues. UC (IBA 9.4, and rxe_resp.c's drop_msg)
+// sends SENDs and RDMA WRITEs with PSNs but without acknowledgements: a gap drops the rest of
+// the message in progress, and the next FIRST or ONLY starts afresh. UD (IBA 9.8) sends one
+// packet a message with a DETH (Q_Key, source QPN) to the address an address handle names;
+// the receiver checks the Q_Key and writes the 40-byte GRH area before the payload. Neither
+// retransmits: the requester completes a WQE once its last packet is on the wire.
+
+#include "dataplane/wire/ip.hpp"
+#include "nic_emu/nic_node.hpp"
+
+namespace rocefab::nic {
+
+namespace {
+
+// Over RoCEv2/IPv4 the first 20 bytes of the GRH area carry nothing (rdma-core's ibv_grh
+// convention for RoCE, rxe's union rdma_network_hdr): they are written as zeros.
+constexpr std::uint8_t unused_grh_bytes[hw::grh_length - sizeof(wire::ipv4_header)] = {};
+
+std::uint64_t receive_capacity(const hw::recv_wqe& wqe) {
+    std::uint64_t total = 0;
+    const unsigned sges = std::min<unsigned>(wqe.num_sge, hw::max_sge);
+    for (unsigned i = 0; i < sges; ++i) total += wqe.sg_list[i].length;
+    return total;
+}
+
+} // namespace
+
+// ---- requester ---------------------------------------------------------------------------------
+
+ibv_wc_status nic_node::start_ud_send(queue_pair& qp, send_work& work) {
+    const hw::send_wqe& wqe = work.wqe;
+    // IBA 9.8.1: UD offers SEND (with immediate) only.
+    if (wqe.opcode != IBV_WR_SEND && wqe.opcode != IBV_WR_SEND_WITH_IMM) {
+        ++_counters.local_protection_errors;
+        return IBV_WC_LOC_QP_OP_ERR;
+    }
+    auto ah = _ahs.find(wqe.ud_ah);
+    if (ah == _ahs.end() || ah->second.context != qp.context || ah->second.pd != qp.pd) {
+        ++_counters.local_protection_errors;
+        return IBV_WC_LOC_QP_OP_ERR;
+    }
+    // IBA 9.8.2: a UD message is one packet, so at most the path MTU (the port's active MTU).
+    if (work.length > qp.mtu_bytes) {
+        ++_counters.ud_send_too_long;
+        return IBV_WC_LOC_LEN_ERR;
+    }
+    wire::roce_headers_spec& h = qp.headers; // this WQE's packet is built before the next starts
+    h = ah->second.headers;
+    h.dest_qpn = wqe.ud_remote_qpn & wire::mask24;
+    // IBA 10.2.5: a Q_Key with its high-order bit set in the WR means the QP's own Q_Key.
+    h.deth_qkey = (wqe.ud_remote_qkey & 0x80000000u) ? qp.attr.qkey : wqe.ud_remote_qkey;
+    h.deth_source_qpn = qp.qpn;
+    h.udp_source_port =
+        static_cast<std::uint16_t>(0xc000 | ((qp.qpn * 0x9e3779b1u) ^ (h.dest_qpn * 0x85ebca6bu)) >> 18);
+    return IBV_WC_SUCCESS;
+}
+
+void nic_node::retire_sent(queue_pair& qp) {
+    const std::uint32_t mask = qp.send_size - 1;
+    while (qp.sq_retired != qp.sq_current) {
+        const send_work& work = qp.started_work[qp.sq_retired & mask];
+        ++qp.sq_retired;
+        qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+        complete_send(qp, work, IBV_WC_SUCCESS);
+    }
+    // Nothing will acknowledge these PSNs: the requester's window is always open.
+    qp.last_acked_psn = wire::psn_add(qp.next_psn, wire::psn_mask);
+}
+
+// ---- shared receive queue ------------------------------------------------------------------------
+
+bool nic_node::take_srq_wqe(queue_pair& qp) {
+    shared_receive_queue& srq = *qp.srq;
+    const std::uint32_t producer = srq.control->recv.producer.load(std::memory_order_acquire);
+    if (producer == srq.consumed) return false;
+    if (producer - srq.consumed > srq.size) return false; // a corrupt ring holds nothing usable
+    qp.recv_work = srq.slots[srq.consumed & (srq.size - 1)];
+    ++srq.consumed;
+    // The WQE is the QP's now (a private copy): its slot is free at once.
+    srq.control->recv.consumer.store(srq.consumed, std::memory_order_release);
+    qp.receiving = true;
+    qp.recv_offset = 0;
+    // IBA 10.2.9.4 (and 11.6.3.2): an armed SRQ reports once that it fell below its limit,
+    // and is disarmed until ibv_modify_srq arms it again.
+    if (srq.limit && producer - srq.consumed < srq.limit) {
+        srq.limit = 0;
+        ++_counters.srq_limit_events;
+        raise_async_event(srq.context, IBV_EVENT_SRQ_LIMIT_REACHED, srq.handle);
+    }
+    return true;
+}
+
+// ---- UC responder --------------------------------------------------------------------------------
+
+void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet) {
+    if (qp.state == IBV_QPS_ERR) {
+        ++_counters.rx_qp_state_drops;
+        return;
+    }
+    const wire::bth& bth = *packet.bth_header;
+    const wire::opcode_info& op = *packet.info;
+    const std::uint32_t psn = bth.psn();
+    const bool first = op.has(wire::opcode_mask::first) || op.has(wire::opcode_mask::only);
+    const bool last = op.has(wire::opcode_mask::last) || op.has(wire::opcode_mask::only);
+
+    // The message in progress is given up; what it placed stays, and a held receive WQE
+    // serves the next SEND (IBA 9.7.5.1.1 for UC: no completion for a partial message).
+    auto abandon = [&] {
+        qp.uc_send_in_progress = false;
+        qp.writing = false;
+    };
+    auto drop = [&] {
+        abandon();
+        qp.uc_dropping = true;
+        ++_counters.uc_dropped_packets;
+    };
+    auto complete = [&](ibv_wc_status status, std::uint32_t byte_len, bool write_imm) {
+        hw::cqe e{};
+        e.wr_id = qp.recv_work.wr_id;
+        e.status = status;
+        e.opcode = write_imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+        e.byte_len = byte_len;
+        e.qp_num = qp.qpn;
+        e.src_qp = qp.attr.dest_qp_num;
+        if (packet.immdt_header) {
+            e.wc_flags |= IBV_WC_WITH_IMM;
+            e.immediate = packet.immdt_header->data.raw(); // network order, as ibv_wc::imm_data
+        }
+        if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
+        qp.receiving = false;
+        qp.uc_send_in_progress = false;
+        qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
+        stage_completion(qp, *qp.recv_cq, e, bth.solicited());
+    };
+
+    // No NAK exists for UC: a PSN other than the expected one means packets were lost, and
+    // the responder follows the sender's PSN from here on.
+    if (psn != qp.expected_psn) {
+        ++_counters.out_of_sequence;
+        abandon();
+        qp.uc_dropping = true;
+    }
+    qp.expected_psn = wire::psn_add(psn, 1);
+    if (qp.uc_dropping) {
+        if (!first) {
+            ++_counters.uc_dropped_packets;
+            return;
+        }
+        qp.uc_dropping = false;
+    }
+    if (first) abandon(); // a FIRST inside a message: that message lost its end
+
+    const std::size_t length = packet.payload_length;
+    // IBA 9.7.5.1.3: FIRST and MIDDLE packets carry exactly one MTU; LAST and ONLY at most one.
+    if (last ? length > qp.mtu_bytes : length != qp.mtu_bytes) return drop();
+
+    if (op.has(wire::opcode_mask::send)) {
+        if (!first && !qp.uc_send_in_progress) return drop();
+        if (first) {
+            if (!qp.receiving && !take_receive_wqe(qp)) {
+                ++_counters.out_of_buffer; // UC has no RNR NAK: the message is lost
+                return drop();
+            }
+            qp.recv_offset = 0;
+            qp.uc_send_in_progress = true;
+        }
+        ibv_wc_status status = IBV_WC_SUCCESS;
+        if (!write_payload_to_sges(qp, qp.recv_work, qp.recv_offset, packet.payload, length, status)) {
+            if (status == IBV_WC_LOC_LEN_ERR) ++_counters.resp_local_length_error;
+            complete(status, 0, false);
+            return drop();
+        }
+        qp.recv_offset += length;
+        if (last) complete(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.recv_offset), false);
+        return;
+    }
+    if (!op.has(wire::opcode_mask::write)) return drop(); // nothing else is a UC request
+
+    if (!first && !qp.writing) return drop();
+    if (first) {
+        const wire::reth& reth = *packet.reth_header;
+        const std::uint64_t va = reth.virtual_address.load();
+        const std::uint32_t dma_length = reth.dma_length.load();
+        const std::uint32_t rkey = reth.rkey.load();
+        const bool allowed = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) &&
+                             (dma_length == 0 || remote_mr(rkey, qp.pd, va, dma_length, IBV_ACCESS_REMOTE_WRITE));
+        if (!allowed) {
+            ++_counters.resp_remote_access_errors;
+            return drop();
+        }
+        qp.writing = true;
+        qp.write_va = va;
+        qp.write_rkey = rkey;
+        qp.write_remaining = dma_length;
+        qp.write_total = dma_length;
+    }
+    if (length > qp.write_remaining || (last && length != qp.write_remaining)) return drop();
+    const bool with_imm = packet.immdt_header != nullptr;
+    if (last && with_imm && !qp.receiving && !take_receive_wqe(qp)) {
+        ++_counters.out_of_buffer;
+        return drop();
+    }
+    if (length) {
+        const memory_region* mr = remote_mr(qp.write_rkey, qp.pd, qp.write_va, length, IBV_ACCESS_REMOTE_WRITE);
+        if (!mr) {
+            ++_counters.resp_remote_access_errors;
+            return drop();
+        }
+        if (!_dma.fits(mr->memory, 1)) flush_dma();
+        _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (qp.write_va - mr->iova),
+                       length, &qp);
+        if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
+    }
+    qp.write_va += length;
+    qp.write_remaining -= length;
+    if (last) {
+        qp.writing = false;
+        if (with_imm) complete(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.write_total), true);
+    }
+}
+
+// ---- UD responder --------------------------------------------------------------------------------
+
+void nic_node::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet) {
+    if (qp.state == IBV_QPS_ERR) {
+        ++_counters.rx_qp_state_drops;
+        return;
+    }
+    const wire::deth& deth = *packet.deth_header;
+    // IBA 10.2.5 (C10-13): a datagram whose Q_Key differs from the QP's is silently dropped.
+    if (deth.qkey.load() != qp.attr.qkey) {
+        ++_counters.qkey_violations;
+        return;
+    }
+    if (!take_receive_wqe(qp)) {
+        ++_counters.out_of_buffer; // UD has no RNR NAK: the datagram is lost
+        return;
+    }
+    const hw::recv_wqe& wqe = qp.recv_work;
+    const std::size_t length = packet.payload_length;
+    auto complete = [&](ibv_wc_status status, std::uint32_t byte_len) {
+        hw::cqe e{};
+        e.wr_id = wqe.wr_id;
+        e.status = status;
+        e.opcode = IBV_WC_RECV;
+        e.byte_len = byte_len;
+        e.qp_num = qp.qpn;
+        e.src_qp = deth.source_qpn();
+        e.wc_flags = IBV_WC_GRH;
+        if (packet.immdt_header) {
+            e.wc_flags |= IBV_WC_WITH_IMM;
+            e.immediate = packet.immdt_header->data.raw();
+        }
+        if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
+        qp.receiving = false;
+        qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
+        stage_completion(qp, *qp.recv_cq, e, packet.bth_header->solicited());
+    };
+    if (hw::grh_length + length > receive_capacity(wqe)) {
+        ++_counters.resp_local_length_error;
+        complete(IBV_WC_LOC_LEN_ERR, 0);
+        return;
+    }
+    // The GRH area and the payload are staged together: no flush may come between them and
+    // free the frame they point into.
+    auto context = _contexts.find(qp.context);
+    if (context == _contexts.end()) return;
+    if (!_dma.has_room(context->second.memory.get(), 3 * hw::max_sge, 2, 2)) flush_dma();
+    const std::uint8_t* frame = reinterpret_cast<const std::uint8_t*>(packet.bth_header) - packet.bth_offset;
+    const std::uint8_t* ip = frame + packet.l3_offset;
+    ibv_wc_status status = IBV_WC_SUCCESS;
+    bool placed;
+    if (packet.is_ipv6) {
+        placed = write_payload_to_sges(qp, wqe, 0, ip, hw::grh_length, status);
+    } else {
+        constexpr std::size_t unused = sizeof unused_grh_bytes;
+        placed = write_payload_to_sges(qp, wqe, 0, unused_grh_bytes, unused, status) &&
+                 write_payload_to_sges(qp, wqe, unused, ip, sizeof(wire::ipv4_header), status);
+    }
+    placed = placed && write_payload_to_sges(qp, wqe, hw::grh_length, packet.payload, length, status);
+    complete(placed ? IBV_WC_SUCCESS : status, placed ? static_cast<std::uint32_t>(hw::grh_length + length) : 0);
+}
+
+} // namespace rocefab::nic
