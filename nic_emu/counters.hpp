@@ -44,7 +44,11 @@ namespace rocefab::nic {
     X(comp_events)                                                                                             \
     X(acks_sent)                                                                                               \
     X(naks_sent)                                                                                               \
-    X(retransmitted_packets)
+    X(retransmitted_packets)                                                                                   \
+    X(rx_read_requests)                                                                                        \
+    X(rx_atomic_requests)                                                                                      \
+    X(implied_nak_seq_err) /* a response skipped an unanswered READ/atomic (IBA 9.7.5.2.3): retried */         \
+    X(resp_duplicate_atomic_replays) /* a duplicate atomic answered from the saved result */
 
 struct nic_counters {
 #define ROCEFAB_DECLARE(name) std::uint64_t name = 0;
