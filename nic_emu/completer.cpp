@@ -189,6 +189,7 @@ bool nic_node::check_timers(queue_pair& qp, sim_time now) {
         return true;
     }
     --qp.retries_left;
+    qp.implied_retry_started = false; // the retry an implied NAK started may itself be lost
     rewind_to(qp, wire::psn_add(qp.last_acked_psn, 1));
     qp.retransmit_deadline = now + qp.ack_timeout;
     return true;

@@ -300,6 +300,69 @@ TEST_F(rc_read_atomic, a_fenced_write_waits_for_the_read_before_it) {
     EXPECT_TRUE(std::equal(h2.memory.begin(), h2.memory.begin() + 65536, h2.memory.begin() + (2 << 20)));
 }
 
+TEST_F(rc_read_atomic, reads_writes_and_atomics_survive_loss_duplication_and_reordering_both_ways) {
+    connection_options o = options();
+    o.timeout = 8; // about 1 ms
+    connect(o);
+    link_faults faults;
+    faults.loss = 0.02;
+    faults.duplication = 0.02;
+    faults.reordering = 0.02;
+    faults.reorder_delay = microseconds(3);
+    _wiring.link_at(_a_to_b).set_faults(faults);
+    _wiring.link_at(_b_to_a).set_faults(faults);
+    fill_pattern(h2.memory, 0, 1 << 20, 21);
+    fill_pattern(h1.memory, 3 << 20, 1 << 16, 99);
+    set_word(h2, (2 << 20), 0);
+    constexpr int operations = 60;
+    int adds = 0;
+    for (int i = 0; i < operations; ++i) {
+        const std::uint32_t size = 1 + (i * 7919) % 20000;
+        const std::uint64_t local = (1 << 20) + std::uint64_t(i) * 20480;
+        switch (i % 3) {
+        case 0:
+            post_send(h1, i, IBV_WR_RDMA_READ, local, size, address(h2, std::uint64_t(i) * 1000), h2.rkey);
+            break;
+        case 1:
+            post_atomic(h1, i, IBV_WR_ATOMIC_FETCH_AND_ADD, local, address(h2, 2 << 20), h2.rkey, 1);
+            ++adds;
+            break;
+        default:
+            post_send(h1, i, IBV_WR_RDMA_WRITE, 3 << 20, size, address(h2, (3 << 20) + std::uint64_t(i) * 16384),
+                      h2.rkey);
+            break;
+        }
+        if (i % 20 == 19) run_for(microseconds(50)); // the send queue holds 64
+    }
+    std::vector<hw::cqe> done;
+    for (int step = 0; step < 200 && done.size() < operations; ++step) {
+        run_for(milliseconds(1));
+        for (const auto& c : sends(h1)) done.push_back(c);
+    }
+    ASSERT_EQ(done.size(), std::size_t(operations));
+    std::vector<std::uint64_t> originals;
+    for (int i = 0; i < operations; ++i) {
+        SCOPED_TRACE(i);
+        EXPECT_EQ(done[i].wr_id, std::uint64_t(i));
+        ASSERT_EQ(done[i].status, IBV_WC_SUCCESS);
+        const std::uint32_t size = 1 + (i * 7919) % 20000;
+        const std::uint64_t local = (1 << 20) + std::uint64_t(i) * 20480;
+        if (i % 3 == 0)
+            EXPECT_TRUE(std::equal(h2.memory.begin() + i * 1000, h2.memory.begin() + i * 1000 + size,
+                                   h1.memory.begin() + local));
+        else if (i % 3 == 1)
+            originals.push_back(word(h1, local));
+        else
+            EXPECT_TRUE(std::equal(h1.memory.begin() + (3 << 20), h1.memory.begin() + (3 << 20) + size,
+                                   h2.memory.begin() + (3 << 20) + i * 16384));
+    }
+    EXPECT_EQ(word(h2, 2 << 20), std::uint64_t(adds)); // each add exactly once
+    std::sort(originals.begin(), originals.end());
+    for (int k = 0; k < adds; ++k) EXPECT_EQ(originals[k], std::uint64_t(k));
+    const auto a = _wiring.link_at(_a_to_b).counters(), b = _wiring.link_at(_b_to_a).counters();
+    EXPECT_GT(a.drops_loss + b.drops_loss, 0u);
+}
+
 TEST_F(rc_read_atomic, the_device_offers_hca_atomics) {
     EXPECT_EQ(h1.nic->device_attributes().atomic_cap, IBV_ATOMIC_HCA);
     EXPECT_EQ(h1.nic->device_attributes().max_qp_rd_atom, 16);
