@@ -215,6 +215,28 @@ TEST_F(rc_read_atomic, lost_read_responses_are_asked_for_again_after_an_implied_
     EXPECT_GT(_wiring.link_at(_b_to_a).counters().drops_loss, 0u);
 }
 
+TEST_F(rc_read_atomic, responses_lost_while_the_link_is_down_are_read_again_after_the_timeout) {
+    connection_options o = options();
+    o.timeout = 8; // about 1 ms
+    connect(o);
+    const std::uint32_t size = 256 * 1024;
+    fill_pattern(h2.memory, 0, size, 55);
+    post_send(h1, 1, IBV_WR_RDMA_READ, 1 << 20, size, address(h2, 0), h2.rkey);
+    run_for(microseconds(5));
+    _wiring.link_at(_b_to_a).set_up(false); // the rest of the responses go nowhere
+    run_for(microseconds(3));
+    _wiring.link_at(_b_to_a).set_up(true);
+    run_for(milliseconds(5));
+    const auto done = sends(h1);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(done[0].byte_len, size);
+    EXPECT_TRUE(std::equal(h2.memory.begin(), h2.memory.begin() + size, h1.memory.begin() + (1 << 20)));
+    EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, 1u);
+    EXPECT_EQ(h2.nic->counters().duplicate_request, 1u); // asked again from the first missing PSN
+    EXPECT_GT(_wiring.link_at(_b_to_a).counters().drops_link_down, 0u);
+}
+
 TEST_F(rc_read_atomic, a_lost_read_request_is_resent_after_the_timeout) {
     connection_options o = options();
     o.timeout = 8; // about 1 ms
