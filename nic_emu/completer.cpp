@@ -1,5 +1,6 @@
 // The completer (IBA 9.7.5.2 and rxe_comp.c): reads ACKs and NAKs, retires acknowledged send
-// WQEs into the send CQ, and owns the transport and RNR timers.
+// WQEs into the send CQ, and owns the transport and RNR timers. READ responses and atomic
+// ACKs: completer_read_atomic.cpp.
 
 #include "nic_emu/nic_node.hpp"
 
@@ -48,8 +49,9 @@ void nic_node::complete_send(queue_pair& qp, const send_work& work, ibv_wc_statu
     e.status = status;
     e.opcode = completion_opcode(work.wqe.opcode);
     e.qp_num = qp.qpn;
-    e.byte_len = work.wqe.opcode == IBV_WR_RDMA_READ ? static_cast<std::uint32_t>(work.length) : 0;
-    post_completion(*qp.send_cq, e, false);
+    e.byte_len = is_read_or_atomic(work.wqe.opcode) ? static_cast<std::uint32_t>(work.length) : 0;
+    // After the READ data or atomic result it reports, if those are still staged.
+    stage_completion(qp, *qp.send_cq, e, false);
 }
 
 void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
@@ -59,6 +61,14 @@ void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_
         const send_work& work = qp.started_work[qp.sq_retired & mask];
         const std::uint32_t last_psn = wire::psn_add(work.first_psn, work.packets - 1);
         if (wire::psn_diff(last_psn, acked_psn) > 0) break;
+        if (is_read_or_atomic(work.wqe.opcode)) {
+            // Only its responses complete a READ or atomic (completer_read_atomic.cpp); an
+            // acknowledgement past it acknowledges nothing beyond what was received of it.
+            acked_psn = wire::psn_diff(qp.last_acked_psn, work.first_psn) >= 0
+                            ? qp.last_acked_psn
+                            : wire::psn_add(work.first_psn, wire::psn_mask);
+            break;
+        }
         // Free the slot before the completion is visible: a program that polls it may post
         // again at once (rxe's do_complete orders them the same way).
         ++qp.sq_retired;
@@ -84,9 +94,11 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
         ++_counters.rx_qp_state_drops;
         return;
     }
-    if (!packet.aeth_header || packet.info->has(wire::opcode_mask::read) ||
-        packet.info->has(wire::opcode_mask::atomic_ack_eth)) {
-        // Read responses and atomic ACKs answer requests this NIC does not send yet.
+    if (packet.info->has(wire::opcode_mask::read) || packet.info->has(wire::opcode_mask::atomic_ack_eth)) {
+        handle_read_atomic_response(qp, packet, now);
+        return;
+    }
+    if (!packet.aeth_header) {
         ++_counters.port_rcv_errors;
         return;
     }
@@ -100,12 +112,19 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     const std::uint32_t before = wire::psn_add(psn, wire::psn_mask); // psn - 1
 
     if (wire::aeth_syndrome::is_ack(syndrome)) {
+        if (implied_nak(qp, psn, now)) return;
+        if (wire::psn_diff(psn, qp.last_acked_psn) > 0) qp.implied_retry_started = false;
         retire_acknowledged(qp, psn, now);
         qp.rnr_retries_left = qp.attr.rnr_retry;
         return;
     }
 
-    // Every NAK acknowledges what precedes its PSN (IBA 9.7.5.2.8).
+    // Every NAK acknowledges what precedes its PSN (IBA 9.7.5.2.8). One that ends the
+    // connection is taken as it is; an RNR or sequence NAK past an unanswered READ/atomic
+    // means its responses were lost too: the retry starts there.
+    const bool fatal = wire::aeth_syndrome::is_nak(syndrome) &&
+                       wire::aeth_syndrome::nak_code_of(syndrome) != wire::nak_code::psn_sequence_error;
+    if (!fatal && implied_nak(qp, before, now)) return;
     retire_acknowledged(qp, before, now);
     const std::uint32_t mask = qp.send_size - 1;
     auto fail_current = [&](ibv_wc_status status) {
@@ -170,6 +189,7 @@ bool nic_node::check_timers(queue_pair& qp, sim_time now) {
         return true;
     }
     --qp.retries_left;
+    qp.implied_retry_started = false; // the retry an implied NAK started may itself be lost
     rewind_to(qp, wire::psn_add(qp.last_acked_psn, 1));
     qp.retransmit_deadline = now + qp.ack_timeout;
     return true;

@@ -49,7 +49,11 @@ namespace rocefab::nic {
     X(qkey_violations) /* UD: Q_Key of the datagram not the QP's, dropped (IBA 10.2.5) */                      \
     X(uc_dropped_packets) /* UC: packets discarded after a gap until the next FIRST/ONLY */                    \
     X(ud_send_too_long) /* UD: a send WQE longer than the path MTU completed in error */                       \
-    X(srq_limit_events)
+    X(srq_limit_events)                                                                                         \
+    X(rx_read_requests)                                                                                        \
+    X(rx_atomic_requests)                                                                                      \
+    X(implied_nak_seq_err) /* a response skipped an unanswered READ/atomic (IBA 9.7.5.2.3): retried */         \
+    X(resp_duplicate_atomic_replays) /* a duplicate atomic answered from the saved result */
 
 struct nic_counters {
 #define ROCEFAB_DECLARE(name) std::uint64_t name = 0;

@@ -120,7 +120,9 @@ ibv_device_attr nic_node::device_attributes() const {
     a.max_qp_rd_atom = 16;
     a.max_res_rd_atom = 16 * 65536;
     a.max_qp_init_rd_atom = 16;
-    a.atomic_cap = IBV_ATOMIC_NONE; // atomics arrive with the transport issue
+    // Atomic with respect to this HCA's other operations, not to the host CPU (see
+    // responder_read_atomic.cpp): what IBV_ATOMIC_HCA promises.
+    a.atomic_cap = IBV_ATOMIC_HCA;
     a.max_pkeys = 1;
     a.local_ca_ack_delay = 15;
     a.phys_port_cnt = 1;
@@ -564,6 +566,10 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.uc_dropping = qp.uc_send_in_progress = false;
             qp.retransmit_deadline = never;
             qp.msn = 0;
+            qp.rd_atomic = {};
+            qp.rd_atomic_head = 0;
+            qp.ack_deferred = false;
+            qp.implied_retry_started = false;
         }
         qp.state = next;
         qp.attr.qp_state = next;

@@ -141,8 +141,10 @@ bool nic_node::poll(sim_time now) {
         did_work |= check_timers(qp, now);
         if (qp.state == IBV_QPS_ERR)
             did_work |= flush(qp);
-        else if (busy_until(0) <= now + transmit_fifo_time)
+        else if (busy_until(0) <= now + transmit_fifo_time) {
+            did_work |= run_read_atomic_responder(qp, now);
             did_work |= run_requester(qp, now);
+        }
     }
     if (n) _round_robin = (_round_robin + 1) % n;
     return did_work;
@@ -161,8 +163,17 @@ sim_time nic_node::next_deadline() const {
                                   qp->control->recv.producer.load(std::memory_order_acquire) != qp->rq_consumed;
             if (to_flush) earliest = std::min<sim_time>(earliest, 0);
         }
-        else if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) && rings_have_work)
-            earliest = std::min(earliest, std::max(qp->rnr_wait_until, busy_until(0) - transmit_fifo_time));
+        else if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) && rings_have_work) {
+            // A requester waiting for READ/atomic responses (max_rd_atomic, fence) has nothing
+            // to do until one arrives.
+            const std::uint32_t mask = qp->send_size - 1;
+            const hw::send_wqe& next = qp->sq_current != qp->sq_started ? qp->started_work[qp->sq_current & mask].wqe
+                                                                       : qp->send_slots[qp->sq_started & mask];
+            if (!requester_must_wait(*qp, next))
+                earliest = std::min(earliest, std::max(qp->rnr_wait_until, busy_until(0) - transmit_fifo_time));
+        }
+        if (qp->state != IBV_QPS_ERR && (qp->ack_deferred || read_atomic_responses_pending(*qp)))
+            earliest = std::min(earliest, busy_until(0) - transmit_fifo_time);
     }
     return earliest;
 }

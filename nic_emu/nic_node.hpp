@@ -133,11 +133,23 @@ private:
     bool prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch);
     void transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now);
     void rewind_to(queue_pair& qp, std::uint32_t psn);
+    // IBA 10.8.3.3 / 9.7.4.1.4: the WQE may not go out yet, because max_rd_atomic READ/atomic
+    // requests are outstanding or it is fenced behind unfinished ones.
+    bool requester_must_wait(const queue_pair& qp, const hw::send_wqe& next) const;
+    bool prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch);
     // completer.cpp
     void handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     void retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
     bool check_timers(queue_pair& qp, sim_time now);
     void complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status);
+    // completer_read_atomic.cpp: READ responses and atomic ACKs (IBA 9.7.5.2, rxe_comp.c).
+    void handle_read_atomic_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    // Stops at an unfinished READ/atomic WQE: an acknowledgement at or past its next expected
+    // response PSN means responses were lost (implied NAK, IBA 9.7.5.2.3). Returns true when
+    // the requester was rewound for that reason.
+    bool implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
+    bool scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std::uint64_t offset, std::uint8_t* data,
+                              std::size_t length);
     // responder.cpp
     void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     void send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now);
@@ -153,6 +165,12 @@ private:
     bool take_srq_wqe(queue_pair& qp);
     // Makes the staged writes, then posts the completions that waited for them.
     bool flush_dma();
+    // responder_read_atomic.cpp: RDMA READ and atomic requests (IBA 9.7.5.1.4-6, rxe_resp.c).
+    void handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    void handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    // Sends the READ responses and atomic ACKs that are due, in PSN order, as the link allows.
+    bool run_read_atomic_responder(queue_pair& qp, sim_time now);
+    bool read_atomic_responses_pending(const queue_pair& qp) const;
     // cq.cpp
     bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited);
     void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);

@@ -1,5 +1,6 @@
 // The requester (IBA 9.7.4 and rxe_req.c): turns send WQEs into request packets, one MTU at a
-// time, with PSNs; go-back-N rewinds it when the completer sees a NAK or a timeout.
+// time, with PSNs; go-back-N rewinds it when the completer sees a NAK or a timeout. RDMA READ
+// and atomic requests are one packet each, and at most max_rd_atomic of them are outstanding.
 
 #include "nic_emu/nic_node.hpp"
 
@@ -76,6 +77,7 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
             if (qp.state == IBV_QPS_ERR) break;
         }
         if (wire::psn_diff(qp.next_psn, qp.last_acked_psn) > static_cast<std::int32_t>(max_unacked_packets)) break;
+        if (requester_must_wait(qp, qp.started_work[qp.sq_current & (qp.send_size - 1)].wqe)) break;
         if (!prepare_packet(qp, now, batch)) break;
         link_free += serialization_time(rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + 24, _spec.speed_bps);
         did_work = true;
@@ -118,14 +120,22 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
     case IBV_WR_SEND_WITH_IMM:
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_READ:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
         break;
     default:
-        // RDMA READ, atomics and the rest arrive with the transport issue; the NIC does not
-        // claim them in its capabilities and rejects the WQE as hardware rejects an opcode
-        // the QP cannot carry.
+        // Memory windows, local invalidate and the rest: the NIC does not claim them in its
+        // capabilities and rejects the WQE as hardware rejects an opcode the QP cannot carry.
         ++_counters.local_protection_errors;
         return fail(IBV_WC_LOC_QP_OP_ERR);
     }
+    // READ responses and atomic results are written into the local buffers (IBA 10.6.3.3).
+    const bool read_or_atomic = is_read_or_atomic(wqe.opcode);
+    // IBA 9.4 (Table 38): UC carries SEND and RDMA WRITE only, UD SEND only.
+    if (read_or_atomic && qp.type != IBV_QPT_RC) return fail(IBV_WC_LOC_QP_OP_ERR);
+    const std::uint32_t local_access = read_or_atomic ? IBV_ACCESS_LOCAL_WRITE : 0;
+    if (read_or_atomic && (wqe.flags & hw::wqe_flag::inline_data)) return fail(IBV_WC_LOC_QP_OP_ERR);
     if (wqe.flags & hw::wqe_flag::inline_data) {
         if (wqe.inline_length > qp.cap.max_inline_data) return fail(IBV_WC_LOC_LEN_ERR);
     } else {
@@ -133,7 +143,7 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
         for (unsigned i = 0; i < wqe.num_sge; ++i) {
             const hw::sge& s = wqe.sg_list[i];
             if (s.length == 0) continue;
-            if (!local_mr(s.lkey, qp.pd, s.address, s.length, 0)) {
+            if (!local_mr(s.lkey, qp.pd, s.address, s.length, local_access)) {
                 ++_counters.local_protection_errors;
                 return fail(IBV_WC_LOC_PROT_ERR);
             }
@@ -144,14 +154,78 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
     if (qp.type == IBV_QPT_UD) {
         if (const ibv_wc_status status = start_ud_send(qp, work); status != IBV_WC_SUCCESS) return fail(status);
     }
+    if (wqe.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wqe.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+        // The original 64-bit value lands in the first 8 bytes of the local buffer.
+        if (work.length < 8) return fail(IBV_WC_LOC_LEN_ERR);
+        work.length = 8;
+    }
     work.packets = std::max<std::uint32_t>(1, static_cast<std::uint32_t>((work.length + qp.mtu_bytes - 1) / qp.mtu_bytes));
     qp.next_psn = wire::psn_add(work.first_psn, 0);
     qp.sq_offset = 0;
     return true;
 }
 
+bool nic_node::requester_must_wait(const queue_pair& qp, const hw::send_wqe& next) const {
+    const bool fenced = next.flags & hw::wqe_flag::fence;
+    if (!fenced && !is_read_or_atomic(next.opcode)) return false;
+    // ConnectX takes max_rd_atomic 0 as 1 (mlx5 encodes log2 of it); so does this NIC.
+    const std::uint32_t limit =
+        std::clamp<std::uint32_t>(qp.attr.max_rd_atomic, 1, max_responder_resources);
+    std::uint32_t outstanding = 0;
+    for (std::uint32_t i = qp.sq_retired; i != qp.sq_current; ++i) {
+        if (!is_read_or_atomic(qp.started_work[i & (qp.send_size - 1)].wqe.opcode)) continue;
+        if (fenced || ++outstanding >= limit) return true;
+    }
+    return false;
+}
+
+bool nic_node::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch) {
+    send_work& work = qp.started_work[qp.sq_current & (qp.send_size - 1)];
+    const hw::send_wqe& wqe = work.wqe;
+    const std::uint32_t psn = qp.next_psn;
+    wire::roce_headers_spec& spec = qp.headers;
+    spec.psn = psn;
+    spec.ack_request = true;
+    spec.solicited = false;
+    std::uint32_t packets = 1;
+    if (wqe.opcode == IBV_WR_RDMA_READ) {
+        // IBA 9.7.4.1.4: one request, whose responses take one PSN per MTU. A retry after
+        // lost responses asks only for what is missing, from the PSN it would have had.
+        const std::uint64_t remaining = work.length - qp.sq_offset;
+        spec.opcode = wire::to_byte(ib_opcode::rc_rdma_read_request);
+        spec.reth_va = wqe.remote_address + qp.sq_offset;
+        spec.reth_rkey = wqe.rkey;
+        spec.reth_length = static_cast<std::uint32_t>(remaining);
+        packets = std::max<std::uint32_t>(1, static_cast<std::uint32_t>((remaining + qp.mtu_bytes - 1) / qp.mtu_bytes));
+    } else {
+        // IBA 9.7.4.1.5: AtomicETH; compare_add is the compare value of a CAS and the addend
+        // of a fetch-and-add, as in ibv_send_wr.
+        const bool cas = wqe.opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+        spec.opcode = wire::to_byte(cas ? ib_opcode::rc_compare_swap : ib_opcode::rc_fetch_add);
+        spec.atomic_va = wqe.remote_address;
+        spec.atomic_rkey = wqe.rkey;
+        spec.atomic_swap_add = cas ? wqe.swap : wqe.compare_add;
+        spec.atomic_compare = cas ? wqe.compare_add : 0;
+    }
+    std::uint8_t* out = nullptr;
+    rte_mbuf* frame = start_frame(spec, 0, out);
+    if (!frame) return false;
+    batch.frames[batch.count] = frame;
+    batch.wqe_index[batch.count] = qp.sq_current;
+    ++batch.count;
+
+    if (wire::psn_diff(psn, qp.psn_frontier) < 0) ++_counters.retransmitted_packets;
+    qp.next_psn = wire::psn_add(psn, packets);
+    if (wire::psn_diff(qp.next_psn, qp.psn_frontier) > 0) qp.psn_frontier = qp.next_psn;
+    ++qp.sq_current;
+    qp.sq_offset = 0;
+    if (qp.retransmit_deadline == never && qp.ack_timeout) qp.retransmit_deadline = now + qp.ack_timeout;
+    return true;
+}
+
 bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch) {
     send_work& work = qp.started_work[qp.sq_current & (qp.send_size - 1)];
+    if (is_read_or_atomic(work.wqe.opcode)) return prepare_read_atomic_request(qp, now, batch);
     const hw::send_wqe& wqe = work.wqe;
     const std::uint64_t payload = std::min<std::uint64_t>(qp.mtu_bytes, work.length - qp.sq_offset);
     const bool first = qp.sq_offset == 0;

@@ -10,6 +10,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -111,6 +112,33 @@ struct send_work {
     ibv_wc_status status = IBV_WC_SUCCESS; // set when the WQE itself failed
 };
 
+inline bool is_read_or_atomic(std::uint8_t wr_opcode) {
+    return wr_opcode == IBV_WR_RDMA_READ || wr_opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+           wr_opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+// One responder resource (IBA 9.7.5.1.6, C9-112/C9-113; rxe's resp_res): what the responder
+// remembers of an RDMA READ or atomic request, so that the responses go out in PSN order after
+// the request was accepted, a duplicate READ is read again and a duplicate atomic is answered
+// from the saved result instead of being executed twice.
+struct responder_resource {
+    enum class kind : std::uint8_t { none, read, atomic };
+    kind type = kind::none;
+    std::uint32_t first_psn = 0; // of the original request
+    std::uint32_t packets = 0;   // PSNs the original request consumed
+    // READ: the range being answered (the original's, or a duplicate's remaining part) and
+    // how far the responses have gone.
+    std::uint64_t va = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t length = 0;
+    std::uint32_t sent = 0;
+    std::uint32_t response_psn = 0; // PSN of the first response of the range being answered
+    std::uint64_t original = 0;     // atomic: the value before the operation (host order)
+    bool pending = false;           // responses still to send
+};
+
+inline constexpr std::uint32_t max_responder_resources = 16; // max_qp_rd_atom
+
 struct queue_pair {
     std::uint32_t handle = 0;
     std::uint32_t context = 0;
@@ -151,6 +179,7 @@ struct queue_pair {
     sim_time rnr_wait_until = 0;
     unsigned retries_left = 0;
     unsigned rnr_retries_left = 0;
+    bool implied_retry_started = false; // an implied NAK rewound the requester (rxe's started_retry)
 
     // Responder (IBA 9.7.5): expected PSN, MSN, and the message in progress.
     std::uint32_t expected_psn = 0;
@@ -171,6 +200,14 @@ struct queue_pair {
     // only that recv_work is held, to be reused by the next SEND (uc_send_in_progress is false).
     bool uc_dropping = false;
     bool uc_send_in_progress = false;
+    // Responder resources for RDMA READ and atomics, oldest at rd_atomic_head.
+    std::array<responder_resource, max_responder_resources> rd_atomic{};
+    std::uint32_t rd_atomic_head = 0; // the next slot to fill
+    // An ACK or NAK that must wait until the READ and atomic responses before it are out, so
+    // that it does not acknowledge past them (the requester would take it as an implied NAK).
+    bool ack_deferred = false;
+    std::uint32_t deferred_ack_psn = 0;
+    std::uint8_t deferred_ack_syndrome = 0;
 };
 
 } // namespace rocefab::nic

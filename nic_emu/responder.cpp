@@ -1,6 +1,6 @@
 // The responder (IBA 9.7.5.1 and rxe_resp.c): checks each request's PSN, places SEND payloads
 // into receive WQEs and RDMA WRITE payloads into registered memory after checking the rkey,
-// and answers with ACKs, NAKs and RNR NAKs.
+// and answers with ACKs, NAKs and RNR NAKs. READ and atomic requests: responder_read_atomic.cpp.
 
 #include "nic_emu/nic_node.hpp"
 
@@ -13,6 +13,18 @@ using wire::aeth_syndrome::invalid_credits;
 }
 
 void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now) {
+    // While READ responses or atomic ACKs are still to go out, an ACK (or an RNR or sequence
+    // NAK, which acknowledge what precedes them) would overtake them: it waits, and only the
+    // latest is kept, since each acknowledges everything before it. A NAK that ends the
+    // connection goes at once.
+    const bool fatal = wire::aeth_syndrome::is_nak(syndrome) &&
+                       wire::aeth_syndrome::nak_code_of(syndrome) != wire::nak_code::psn_sequence_error;
+    if (!fatal && read_atomic_responses_pending(qp)) {
+        qp.ack_deferred = true;
+        qp.deferred_ack_psn = psn;
+        qp.deferred_ack_syndrome = syndrome;
+        return;
+    }
     wire::roce_headers_spec spec = qp.headers;
     spec.opcode = wire::to_byte(wire::ib_opcode::rc_acknowledge);
     spec.psn = psn;
@@ -134,6 +146,10 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         }
         return;
     }
+    if (distance < 0 && (op.has(wire::opcode_mask::read) || op.has(wire::opcode_mask::atomic))) {
+        handle_duplicate_read_atomic(qp, packet, now);
+        return;
+    }
     if (distance < 0) {
         // A duplicate: its effect already happened. Acknowledge what has been received so the
         // requester can move on (IBA 9.7.5.1.2).
@@ -252,9 +268,10 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
             if (with_imm) complete_receive(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.write_total), true, true);
             qp.msn = wire::psn_add(qp.msn, 1);
         }
+    } else if (op.has(wire::opcode_mask::read) || op.has(wire::opcode_mask::atomic)) {
+        handle_read_atomic_request(qp, packet, now); // answered by run_read_atomic_responder
+        return;
     } else {
-        // RDMA READ and atomics: this NIC does not offer them yet (device attributes say so);
-        // a request for them is an invalid request (IBA 9.7.5.1.3).
         nak(wire::nak_code::invalid_request);
         return;
     }
