@@ -91,6 +91,8 @@ switch_emu::switch_spec switch_spec_of(const config::topology& topo, std::size_t
             spec.neighbours.push_back({topo.hosts[peer.node].nics[peer.port].mac, static_cast<std::uint16_t>(p)});
     }
     spec.ecmp_seed = static_cast<std::uint32_t>(index * 0x9e3779b1u);
+    // The daemon runs in real time: see switch_spec::transmit_fifo. 2 us, as the NIC's.
+    spec.transmit_fifo = microseconds(2);
     return spec;
 }
 

@@ -2,6 +2,7 @@
 // control plane from the topology file; the switch checks it once, at construction.
 #pragma once
 
+#include "dataplane/time.hpp"
 #include "dataplane/wire/ethernet.hpp"
 #include "dataplane/wire/ip.hpp"
 
@@ -71,6 +72,11 @@ struct switch_spec {
     // Mixed into the ECMP hash. Tiers of a Clos fabric should differ, or every tier makes the
     // same choice and some uplinks sit idle (hash polarisation).
     std::uint32_t ecmp_seed = 0;
+    // How far ahead of the wire a port may hand frames to its link: a port's transmit FIFO after
+    // the scheduler. 0 keeps the whole backlog in the switch's queues (exact under virtual time);
+    // a realtime fabric, whose poll loop runs slower than one frame time at 100 Gb/s, needs a
+    // few microseconds or the port cannot reach its line rate.
+    sim_time transmit_fifo = 0;
 };
 
 // Empty when `spec` is usable; otherwise what is wrong, naming the port or route.

@@ -1,5 +1,5 @@
 // Stage 7, transmit: a port hands the link one frame at a time and only when the link has
-// finished the previous one (busy_until <= now). The link's serialisation thus shapes the
+// finished the previous one (busy_until <= now), or is about to (switch_spec::transmit_fifo). The link's serialisation thus shapes the
 // port to its rate, and the backlog stays in the switch's queues, where ECN marking and PFC
 // thresholds can see it, rather than in the link.
 #include "switch_emu/switch_node.hpp"
@@ -11,7 +11,7 @@ namespace rocefab::switch_emu {
 bool switch_node::drain_port(std::uint16_t port, sim_time now) {
     bool sent_any = false;
     // Bounded by the queue contents: even a link that never reports busy cannot loop us forever.
-    while (busy_until(port) <= now) {
+    while (busy_until(port) <= now + _spec.transmit_fifo) {
         const std::optional<std::uint8_t> tc = _scheduler.pick(port, _queues.backlog(port));
         if (!tc) break;
         rte_mbuf* frame = _queues.dequeue(port, *tc);
@@ -37,7 +37,7 @@ bool switch_node::poll(sim_time now) {
 sim_time switch_node::next_deadline() const {
     sim_time earliest = never;
     for (std::uint16_t port = 0; port < port_count(); ++port)
-        if (_queues.backlog(port) != 0) earliest = std::min(earliest, busy_until(port));
+        if (_queues.backlog(port) != 0) earliest = std::min(earliest, busy_until(port) - _spec.transmit_fifo);
     return earliest;
 }
 
