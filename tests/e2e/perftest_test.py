@@ -58,5 +58,25 @@ class rc_send_and_write(perftest_case):
         self.assertEqual(self.sizes(out), [64])
 
 
+class uc_and_ud(perftest_case):
+    def test_ib_send_bw_over_ud_up_to_the_mtu(self):
+        out = self.perftest("ib_send_bw", "-c", "UD", "-a", "-n", "20")
+        self.assertEqual(self.sizes(out), [2 ** k for k in range(1, 13)])  # UD messages fit one MTU
+
+    def test_ib_send_lat_over_ud(self):
+        self.assertEqual(self.sizes(self.perftest("ib_send_lat", "-c", "UD", "-n", "200")), [2])
+
+    def test_ib_write_bw_over_uc_over_all_sizes(self):
+        out = self.perftest("ib_write_bw", "-c", "UC", "-a", "-n", "20")
+        self.assertEqual(self.sizes(out), [2 ** k for k in range(1, 24)])
+
+    def test_ib_send_bw_over_uc(self):
+        self.assertEqual(self.sizes(self.perftest("ib_send_bw", "-c", "UC", "-n", "200")), [65536])
+
+    def test_ib_send_lat_and_ib_write_lat_over_uc(self):
+        self.assertEqual(self.sizes(self.perftest("ib_send_lat", "-c", "UC", "-n", "200")), [2])
+        self.assertEqual(self.sizes(self.perftest("ib_write_lat", "-c", "UC", "-n", "200")), [2])
+
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)
