@@ -125,27 +125,22 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     return error;
 }
 
-int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-    rf_qp* qp = qp_of(ibqp);
-    std::lock_guard guard(qp->recv_lock);
-    hw::ring_header& ring = qp->control->recv;
+// Receive WQEs into a receive ring, a QP's or an SRQ's; the caller holds the ring's lock.
+int post_receives(hw::ring_header& ring, hw::recv_wqe* slots, std::uint32_t max_wr, std::uint32_t max_sge,
+                  ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
     const std::uint32_t mask = ring.size - 1;
     int error = 0;
     for (; wr; wr = wr->next) {
-        if (ibqp->state == IBV_QPS_RESET) {
-            error = EINVAL;
-            break;
-        }
-        if (producer - ring.consumer.load(std::memory_order_acquire) >= qp->cap.max_recv_wr) {
+        if (producer - ring.consumer.load(std::memory_order_acquire) >= max_wr) {
             error = ENOMEM;
             break;
         }
-        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > qp->cap.max_recv_sge) {
+        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge) {
             error = EINVAL;
             break;
         }
-        hw::recv_wqe& slot = qp->recv_slots[producer & mask];
+        hw::recv_wqe& slot = slots[producer & mask];
         slot.wr_id = wr->wr_id;
         slot.num_sge = static_cast<std::uint32_t>(wr->num_sge);
         for (int i = 0; i < wr->num_sge; ++i)
@@ -154,35 +149,32 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         ring.producer.store(producer, std::memory_order_release);
     }
     if (error) *bad_wr = wr;
+    return error;
+}
+
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+    rf_qp* qp = qp_of(ibqp);
+    if (ibqp->state == IBV_QPS_RESET) {
+        *bad_wr = wr;
+        return EINVAL;
+    }
+    int error;
+    {
+        std::lock_guard guard(qp->recv_lock);
+        error = post_receives(qp->control->recv, qp->recv_slots, qp->cap.max_recv_wr, qp->cap.max_recv_sge, wr,
+                              bad_wr);
+    }
     context_of(ibqp->context)->bell->ring();
     return error;
 }
 
 int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     rf_srq* srq = reinterpret_cast<rf_srq*>(ibsrq);
-    std::lock_guard guard(srq->lock);
-    hw::ring_header& ring = srq->control->recv;
-    std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
-    const std::uint32_t mask = ring.size - 1;
-    int error = 0;
-    for (; wr; wr = wr->next) {
-        if (producer - ring.consumer.load(std::memory_order_acquire) >= srq->max_wr) {
-            error = ENOMEM;
-            break;
-        }
-        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > srq->max_sge) {
-            error = EINVAL;
-            break;
-        }
-        hw::recv_wqe& slot = srq->slots[producer & mask];
-        slot.wr_id = wr->wr_id;
-        slot.num_sge = static_cast<std::uint32_t>(wr->num_sge);
-        for (int i = 0; i < wr->num_sge; ++i)
-            slot.sg_list[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-        ++producer;
-        ring.producer.store(producer, std::memory_order_release);
+    int error;
+    {
+        std::lock_guard guard(srq->lock);
+        error = post_receives(srq->control->recv, srq->slots, srq->max_wr, srq->max_sge, wr, bad_wr);
     }
-    if (error) *bad_wr = wr;
     context_of(ibsrq->context)->bell->ring();
     return error;
 }
