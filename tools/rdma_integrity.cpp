@@ -3,7 +3,7 @@
 //
 //   rdma-integrity --server [-d DEV] [-g GID_INDEX] [-p PORT] [-e]
 //   rdma-integrity HOST [-d DEV] [-g GID_INDEX] [-p PORT] [-n MESSAGES] [--seed S] [--mtu 1024|4096]
-//                       [--max-size BYTES] [--ops send,send_imm,write,write_imm] [-e]
+//                       [--max-size BYTES] [--ops send,send_imm,write,write_imm,read,cmp_swap,fetch_add] [-e]
 //
 // The client sends a seeded pseudo-random sequence of messages; message `seq` has an opcode, a
 // size and a payload that are pure functions of (seed, seq), so the server regenerates the whole
@@ -13,6 +13,16 @@
 // where it landed, and the server verifies the region (RC ordering puts the writes' data in place
 // before the SEND that follows them completes). The server returns CREDIT messages so the client
 // never overruns the server's receive queue and knows which parts of the region it may reuse.
+//
+// RDMA READs read an area of the server's memory that the server filled at set-up from the seed;
+// where each READ reads and how much are functions of (seed, seq), and the client checks every
+// byte it gets back, and that the gaps between its scatter entries stay untouched. Atomics work
+// on 8-byte words of a third area whose initial values are functions of the seed; the client is
+// the only writer of those words, so it predicts the original value each atomic returns and
+// checks it. CHECK messages name READs and atomics too: the server, which regenerates every
+// operand from (seed, seq), replays the atomics on a model in sequence order, checks the READ
+// source was left alone, and at DONE compares the words in memory with its model (an atomic
+// executed twice, or not at all, shows there).
 //
 // Control messages from the client are SEND WITH IMMEDIATE with the top bit of the immediate set;
 // data immediates carry the sequence number (top bit clear).
@@ -50,30 +60,35 @@
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Operations. A table, so that READ and the atomics can be switched on when the NIC offers them.
+// Operations: one table.
 
 enum class op_kind : std::uint8_t { send, send_imm, write, write_imm, read, cmp_swap, fetch_add };
+
+// Which area of the server's memory an operation addresses; every operation with a target is
+// named in a CHECK message, which is how the server accounts for it in sequence order.
+enum class target : std::uint8_t { none, write_area, read_area, atomic_area };
 
 struct op_info {
     const char* name;
     ibv_wr_opcode wr_opcode;
     ibv_wc_opcode sender_completion;
-    bool implemented;       // by this program; READ and atomics come with the NIC's support
+    target area;
     bool consumes_receive;  // takes one receive WQE at the server
-    bool uses_region;       // addresses the server's registered region
     bool carries_immediate; // immediate = sequence number
+    bool carries_payload;   // the client sends the payload (else the NIC writes the client's buffer)
     bool may_inline;
 };
 
 constexpr op_info op_table[] = {
-    {"send", IBV_WR_SEND, IBV_WC_SEND, true, true, false, false, true},
-    {"send_imm", IBV_WR_SEND_WITH_IMM, IBV_WC_SEND, true, true, false, true, true},
-    {"write", IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, true, false, true, false, true},
-    {"write_imm", IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE, true, true, true, true, true},
-    {"read", IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, false, false, true, false, false},
-    {"cmp_swap", IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP, false, false, true, false, false},
-    {"fetch_add", IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, false, false, true, false, false},
+    {"send", IBV_WR_SEND, IBV_WC_SEND, target::none, true, false, true, true},
+    {"send_imm", IBV_WR_SEND_WITH_IMM, IBV_WC_SEND, target::none, true, true, true, true},
+    {"write", IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, target::write_area, false, false, true, true},
+    {"write_imm", IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE, target::write_area, true, true, true, true},
+    {"read", IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, target::read_area, false, false, false, false},
+    {"cmp_swap", IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP, target::atomic_area, false, false, false, false},
+    {"fetch_add", IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, target::atomic_area, false, false, false, false},
 };
+constexpr const char* all_ops = "send,send_imm,write,write_imm,read,cmp_swap,fetch_add";
 constexpr unsigned op_count = sizeof op_table / sizeof op_table[0];
 
 const op_info& info(op_kind op) { return op_table[static_cast<unsigned>(op)]; }
@@ -178,9 +193,38 @@ struct run_parameters {
 struct message_plan {
     std::uint64_t seq;
     op_kind op;
-    std::uint32_t size;
-    rng r; // continues after op and size: the sender draws its own choices (SGEs, inline, signal) from it
+    std::uint32_t size;             // an atomic's is 8
+    std::uint64_t read_offset = 0;  // read: where in the read area
+    std::uint32_t atomic_word = 0;  // atomics: which word of the atomic area
+    bool compare_hits = false;      // cmp_swap: compare with the current value, or with a different one
+    std::uint64_t operand = 0;      // cmp_swap: the swap value; fetch_add: the addend
+    std::uint64_t compare_flip = 0; // cmp_swap that misses: compare = current ^ compare_flip (non-zero)
+    rng r; // continues after the above: the sender draws its own choices (SGEs, inline, signal) from it
 };
+
+// The read area holds the payload of a key no message has; a READ of `size` bytes at `offset`
+// must return bytes [offset, offset + size) of it, so a READ from the wrong place shows.
+std::uint64_t read_area_size(const run_parameters& p) { return std::uint64_t(p.max_size) + 4096; }
+std::uint64_t read_area_key(std::uint64_t seed) { return splitmix64(seed ^ 0x52454144'41524541ull); }
+
+// The atomic area: words 1..atomic_words are targets; words 0 and atomic_words + 1 are guards
+// that no atomic may change.
+constexpr std::uint32_t atomic_words = 64;
+std::uint64_t initial_atomic_word(std::uint64_t seed, std::uint32_t word) {
+    return splitmix64(seed * golden ^ (0x41544F4D00000000ull + word));
+}
+
+// What an atomic sends and what it must do to a word holding `current`.
+struct atomic_step {
+    std::uint64_t compare_add, swap; // the work request's operands
+    std::uint64_t after;             // the word's value afterwards; the original returned is `current`
+};
+
+atomic_step step_of(const message_plan& m, std::uint64_t current) {
+    if (m.op == op_kind::fetch_add) return {m.operand, 0, current + m.operand};
+    const std::uint64_t compare = m.compare_hits ? current : current ^ m.compare_flip;
+    return {compare, m.operand, compare == current ? m.operand : current};
+}
 
 std::vector<op_kind> enabled_ops(std::uint32_t mask) {
     std::vector<op_kind> ops;
@@ -205,9 +249,18 @@ std::uint32_t pick_size(rng& r, std::uint32_t max_size, std::uint32_t mtu) {
 }
 
 message_plan plan_of(const run_parameters& p, const std::vector<op_kind>& ops, std::uint64_t seq) {
-    message_plan m{seq, op_kind::send, 0, rng{splitmix64(p.seed * golden ^ splitmix64(seq))}};
+    message_plan m{.seq = seq, .op = op_kind::send, .size = 0, .r = rng{splitmix64(p.seed * golden ^ splitmix64(seq))}};
     m.op = ops[m.r.below(static_cast<std::uint32_t>(ops.size()))];
     m.size = pick_size(m.r, p.max_size, p.mtu);
+    if (m.op == op_kind::read) {
+        m.read_offset = m.r.next() % (read_area_size(p) - m.size + 1);
+    } else if (info(m.op).area == target::atomic_area) {
+        m.size = 8;
+        m.atomic_word = 1 + m.r.below(atomic_words);
+        m.compare_hits = m.r.below(2) == 0;
+        m.operand = m.r.next();
+        m.compare_flip = m.r.next() | 1;
+    }
     return m;
 }
 
@@ -245,9 +298,11 @@ struct client_hello {
 struct server_hello {
     std::uint32_t qpn, psn, lid;
     std::uint8_t gid[16];
-    std::uint64_t region_address, region_size;
+    std::uint64_t region_address, region_size; // the write area
     std::uint32_t rkey, receive_depth;
-    static constexpr std::size_t wire_size = 4 + 4 + 4 + 4 + 16 + 8 + 8 + 4 + 4;
+    std::uint64_t read_address, atomic_address; // read_area_size(run) bytes; atomic_words + 2 words
+    std::uint32_t read_rkey, atomic_rkey;
+    static constexpr std::size_t wire_size = 4 + 4 + 4 + 4 + 16 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4;
 };
 
 // Client -> server over the QP.
@@ -407,7 +462,7 @@ struct verbs_context {
     ibv_port_attr port{};
     ibv_gid gid{};
     std::uint32_t psn = 0;
-    std::uint32_t max_inline = 0, max_send_sge = 1, max_recv_sge = 1;
+    std::uint32_t max_inline = 0, max_send_sge = 1, max_recv_sge = 1, max_read_sge = 1;
     bool armed = false;
 };
 
@@ -439,7 +494,7 @@ void open_device(verbs_context& v, const options& o) {
 }
 
 void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t receive_depth,
-                       std::uint32_t send_sge, std::uint32_t recv_sge) {
+                       std::uint32_t send_sge, std::uint32_t recv_sge, int remote_access) {
     const int cqe = static_cast<int>(send_depth + receive_depth + 16);
     v.cq = ibv_create_cq(v.context, std::min(cqe, v.device.max_cqe), nullptr, v.channel, 0);
     if (!v.cq) fail("ibv_create_cq(%d) failed", cqe);
@@ -460,6 +515,8 @@ void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t
             v.max_inline = std::min(a.cap.max_inline_data, 256u);
             v.max_send_sge = std::min(a.cap.max_send_sge, send_sge);
             v.max_recv_sge = std::min(a.cap.max_recv_sge, recv_sge);
+            v.max_read_sge = v.device.max_sge_rd > 0 ? std::min<std::uint32_t>(v.max_send_sge, v.device.max_sge_rd)
+                                                     : v.max_send_sge;
             break;
         }
     }
@@ -468,7 +525,7 @@ void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t
     attr.qp_state = IBV_QPS_INIT;
     attr.pkey_index = 0;
     attr.port_num = 1;
-    attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    attr.qp_access_flags = remote_access;
     if (ibv_modify_qp(v.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
         fail("ibv_modify_qp to INIT failed");
 }
@@ -482,7 +539,8 @@ void connect_queue_pair(verbs_context& v, const options& o, std::uint32_t mtu, s
     attr.path_mtu = mtu_enum(mtu);
     attr.dest_qp_num = remote_qpn;
     attr.rq_psn = remote_psn;
-    attr.max_dest_rd_atomic = 1;
+    // As many READs and atomics in flight as the device allows, up to 16 (IBA 9.4.4, C9-150).
+    attr.max_dest_rd_atomic = static_cast<std::uint8_t>(std::clamp(v.device.max_qp_rd_atom, 1, 16));
     attr.min_rnr_timer = 12;
     attr.ah_attr.is_global = 1;
     attr.ah_attr.dlid = static_cast<std::uint16_t>(remote_lid);
@@ -501,7 +559,7 @@ void connect_queue_pair(verbs_context& v, const options& o, std::uint32_t mtu, s
     attr.retry_cnt = 7;
     attr.rnr_retry = 7;
     attr.sq_psn = v.psn;
-    attr.max_rd_atomic = 1;
+    attr.max_rd_atomic = static_cast<std::uint8_t>(std::clamp(v.device.max_qp_init_rd_atom, 1, 16));
     if (ibv_modify_qp(v.qp, &attr,
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                           IBV_QP_MAX_QP_RD_ATOMIC))
@@ -661,13 +719,25 @@ public:
         _depth = std::min<std::uint32_t>(_depth, static_cast<std::uint32_t>(v.device.max_qp_wr));
         _layout.capacity = capacity;
         _layout.max_pieces = 3;
-        create_queue_pair(v, server_send_depth, _depth, 1, _layout.max_pieces);
+        create_queue_pair(v, server_send_depth, _depth, 1, _layout.max_pieces,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                              IBV_ACCESS_REMOTE_ATOMIC);
         _layout.max_pieces = std::max<std::uint32_t>(1, std::min(_layout.max_pieces, v.max_recv_sge));
         _layout.stride = (capacity + _layout.max_pieces * (canary_gap + 8) + 63) & ~std::size_t(63);
         _receive.assign(_layout.stride * _depth, receive_canary);
         _receive_mr = register_memory(v, _receive, IBV_ACCESS_LOCAL_WRITE);
         _region.assign(std::max<std::size_t>(4ull * _run.max_size, 256u << 10), region_canary);
         _region_mr = register_memory(v, _region, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        // Each area grants only the remote access its operations need.
+        _read_source.resize(read_area_size(_run));
+        fill_payload(_read_source.data(), _read_source.size(), read_area_key(_run.seed), 0);
+        _read_mr = register_memory(v, _read_source, IBV_ACCESS_REMOTE_READ);
+        for (std::uint32_t i = 0; i < atomic_words + 2; ++i) _atomic_model[i] = initial_atomic_word(_run.seed, i);
+        _atomic_area.assign(atomic_words + 2, 0);
+        std::memcpy(_atomic_area.data(), _atomic_model.data(), _atomic_area.size() * 8);
+        _atomic_mr = ibv_reg_mr(v.pd, _atomic_area.data(), _atomic_area.size() * 8,
+                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+        if (!_atomic_mr) fail("ibv_reg_mr of the atomic area failed: %s", std::strerror(errno));
         _credits.assign(credit_slot * server_send_depth, 0);
         _credits_mr = register_memory(v, _credits, IBV_ACCESS_LOCAL_WRITE);
         for (std::uint32_t i = 0; i < _depth; ++i) post_receive();
@@ -683,6 +753,10 @@ public:
         h.region_size = _region.size();
         h.rkey = _region_mr->rkey;
         h.receive_depth = _depth;
+        h.read_address = reinterpret_cast<std::uintptr_t>(_read_source.data());
+        h.read_rkey = _read_mr->rkey;
+        h.atomic_address = reinterpret_cast<std::uintptr_t>(_atomic_area.data());
+        h.atomic_rkey = _atomic_mr->rkey;
         return h;
     }
 
@@ -838,7 +912,7 @@ private:
         for (;; ++seq) {
             const message_plan m = expect(seq);
             if (m.op == op_kind::write_imm) break;
-            if (m.op != op_kind::write)
+            if (info(m.op).consumes_receive) // WRITEs, READs and atomics complete nothing at the server
                 fail("seq %llu: expected %s (%u bytes), got write_imm with immediate %u",
                      static_cast<unsigned long long>(seq), info(m.op).name, m.size, imm);
         }
@@ -871,7 +945,7 @@ private:
         if (type == static_cast<std::uint32_t>(control_type::check)) {
             for (std::uint32_t i = 0; i < count; ++i) {
                 write_entry e{r.u64(), r.u64(), r.u32(), r.u32()};
-                verify_write(e);
+                verify_entry(e);
             }
             if (!_immediates.empty())
                 fail("write_imm seq %llu completed at the server but no CHECK named it",
@@ -884,6 +958,7 @@ private:
             if (bytes != _bytes)
                 fail("DONE: client sent %llu bytes, server verified %llu", static_cast<unsigned long long>(bytes),
                      static_cast<unsigned long long>(_bytes));
+            verify_atomic_area();
             _finishing = true;
         } else {
             fail("control message of unknown type %u", type);
@@ -891,17 +966,68 @@ private:
         if (flags & flag_ack_request) _credit_wanted = true;
     }
 
-    void verify_write(const write_entry& e) {
+    // A CHECK entry: the next message in sequence, a WRITE, READ or atomic.
+    void verify_entry(const write_entry& e) {
         const message_plan m = expect(_next_seq);
         if (e.seq != m.seq)
             fail("CHECK names seq %llu, expected seq %llu (%s)", static_cast<unsigned long long>(e.seq),
                  static_cast<unsigned long long>(m.seq), info(m.op).name);
-        if (e.op != static_cast<std::uint32_t>(m.op) || !info(m.op).uses_region)
+        if (e.op != static_cast<std::uint32_t>(m.op) || info(m.op).area == target::none)
             fail("seq %llu: expected %s (%u bytes), CHECK names opcode %u", static_cast<unsigned long long>(m.seq),
                  info(m.op).name, m.size, e.op);
         if (e.length != m.size)
             fail("seq %llu (%s): CHECK names %u bytes, expected %u", static_cast<unsigned long long>(m.seq),
                  info(m.op).name, e.length, m.size);
+        switch (info(m.op).area) {
+        case target::write_area: verify_write(m, e); break;
+        case target::read_area: verify_read_source(m, e); break;
+        case target::atomic_area: replay_atomic(m, e); break;
+        case target::none: break;
+        }
+        _bytes += m.size;
+        ++_next_seq;
+    }
+
+    // The READ's source must still hold what the server put there: a READ never writes.
+    void verify_read_source(const message_plan& m, const write_entry& e) {
+        if (e.offset != m.read_offset)
+            fail("seq %llu (read): CHECK names read offset %llu, expected %llu", static_cast<unsigned long long>(m.seq),
+                 static_cast<unsigned long long>(e.offset), static_cast<unsigned long long>(m.read_offset));
+        const std::uint8_t* p = _read_source.data() + e.offset;
+        std::uint8_t want = 0;
+        if (auto bad = payload_mismatch(p, e.length, read_area_key(_run.seed), e.offset, &want))
+            fail("seq %llu (read, %u bytes at read offset %llu): the source changed at byte %zu: expected 0x%02x, "
+                 "got 0x%02x", static_cast<unsigned long long>(m.seq), m.size,
+                 static_cast<unsigned long long>(e.offset), *bad, want, p[*bad]);
+    }
+
+    // Atomics execute at the responder in sequence order, so the model follows them in that order.
+    void replay_atomic(const message_plan& m, const write_entry& e) {
+        if (e.offset != std::uint64_t(m.atomic_word) * 8)
+            fail("seq %llu (%s): CHECK names atomic offset %llu, expected %llu", static_cast<unsigned long long>(m.seq),
+                 info(m.op).name, static_cast<unsigned long long>(e.offset),
+                 static_cast<unsigned long long>(m.atomic_word) * 8);
+        _atomic_model[m.atomic_word] = step_of(m, _atomic_model[m.atomic_word]).after;
+        _atomic_last[m.atomic_word] = m.seq + 1;
+    }
+
+    // At DONE every atomic has executed (they precede the DONE SEND): each word exactly once per atomic.
+    void verify_atomic_area() {
+        for (std::uint32_t i = 0; i < atomic_words + 2; ++i)
+            if (_atomic_area[i] != _atomic_model[i]) {
+                if (_atomic_last[i] == 0)
+                    fail("atomic word %u (%s): expected its initial 0x%016llx, got 0x%016llx", i,
+                         i == 0 || i > atomic_words ? "a guard no atomic targets" : "no atomic targeted it",
+                         static_cast<unsigned long long>(_atomic_model[i]),
+                         static_cast<unsigned long long>(_atomic_area[i]));
+                fail("atomic word %u after its last atomic (seq %llu): expected 0x%016llx, got 0x%016llx "
+                     "(an atomic executed twice, lost, or out of order)", i,
+                     static_cast<unsigned long long>(_atomic_last[i] - 1),
+                     static_cast<unsigned long long>(_atomic_model[i]), static_cast<unsigned long long>(_atomic_area[i]));
+            }
+    }
+
+    void verify_write(const message_plan& m, const write_entry& e) {
         if (e.offset > _region.size() || e.length > _region.size() - e.offset)
             fail("seq %llu: CHECK names region [%llu, +%u) outside the %zu-byte region",
                  static_cast<unsigned long long>(m.seq), static_cast<unsigned long long>(e.offset), e.length,
@@ -919,8 +1045,6 @@ private:
                  static_cast<unsigned long long>(m.seq), info(m.op).name, m.size,
                  static_cast<unsigned long long>(e.offset), *bad, want, p[*bad]);
         std::memset(p, region_canary, e.length); // a later write that does not land shows as canary
-        _bytes += m.size;
-        ++_next_seq;
     }
 
     bool maybe_send_credit() {
@@ -957,8 +1081,12 @@ private:
     std::vector<op_kind> _ops;
     std::uint32_t _depth = 0;
     receive_layout _layout{};
-    std::vector<std::uint8_t> _receive, _region, _credits;
-    ibv_mr *_receive_mr = nullptr, *_region_mr = nullptr, *_credits_mr = nullptr;
+    std::vector<std::uint8_t> _receive, _region, _credits, _read_source;
+    std::vector<std::uint64_t> _atomic_area;                       // the NIC's, registered
+    std::vector<std::uint64_t> _atomic_model = std::vector<std::uint64_t>(atomic_words + 2);
+    std::vector<std::uint64_t> _atomic_last = std::vector<std::uint64_t>(atomic_words + 2); // seq + 1 of the last atomic
+    ibv_mr *_receive_mr = nullptr, *_region_mr = nullptr, *_credits_mr = nullptr, *_read_mr = nullptr,
+           *_atomic_mr = nullptr;
     std::uint64_t _receives_posted = 0, _receives_completed = 0, _credited = 0;
     std::uint64_t _sends_posted = 0, _sends_completed = 0, _sends_outstanding = 0;
     std::uint64_t _next_seq = 0, _bytes = 0, _immediate_cursor = 0;
@@ -978,7 +1106,8 @@ class client {
 public:
     client(verbs_context& v, const options& o) : _v(v), _o(o), _run(o.run), _ops(enabled_ops(o.run.ops_mask)) {
         _send_depth = std::min<std::uint32_t>(client_send_depth, static_cast<std::uint32_t>(v.device.max_qp_wr));
-        create_queue_pair(v, _send_depth, client_receive_depth, 6, 1);
+        create_queue_pair(v, _send_depth, client_receive_depth, 6, 1,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
         const std::size_t worst = _run.max_size + 8 * sge_gap + max_control_size;
         _local_size = std::max<std::size_t>(8 * worst, 1u << 20);
         _local.assign(_local_size, scribble);
@@ -1004,6 +1133,13 @@ public:
         _rkey = s.rkey;
         _server_depth = s.receive_depth;
         _region_ring.emplace(s.region_size);
+        _read_address = s.read_address;
+        _read_rkey = s.read_rkey;
+        _atomic_address = s.atomic_address;
+        _atomic_rkey = s.atomic_rkey;
+        for (std::uint32_t i = 0; i < atomic_words + 2; ++i) _atomic_value[i] = initial_atomic_word(_run.seed, i);
+        if (_ops_use(target::atomic_area) && _v.device.atomic_cap == IBV_ATOMIC_NONE)
+            fail("the device does not support atomics (atomic_cap IBV_ATOMIC_NONE): leave cmp_swap and fetch_add out of --ops");
     }
 
     void run() {
@@ -1085,16 +1221,75 @@ private:
             return;
         }
         if (_signalled.empty()) fail("send completion wr_id %llu with none signalled", static_cast<unsigned long long>(wc.wr_id));
-        const auto [wr_id, expected_opcode] = _signalled.front();
+        const signalled expected = _signalled.front();
+        const std::uint64_t wr_id = expected.wr_id;
         if (wc.wr_id != wr_id)
             fail("send completion out of order: wr_id %llu, expected %llu", static_cast<unsigned long long>(wc.wr_id),
                  static_cast<unsigned long long>(wr_id));
-        if (wc.opcode != expected_opcode)
+        if (wc.opcode != expected.opcode)
             fail("send completion wr_id %llu: opcode %s, expected %s", static_cast<unsigned long long>(wc.wr_id),
-                 wc_opcode_name(wc.opcode), wc_opcode_name(expected_opcode));
+                 wc_opcode_name(wc.opcode), wc_opcode_name(expected.opcode));
+        // byte_len is defined for READ and atomic completions only: the bytes placed locally.
+        if (expected.byte_len && wc.byte_len != *expected.byte_len)
+            fail("seq %llu (%s, wr_id %llu): completion byte_len %u, expected %u",
+                 static_cast<unsigned long long>(expected.seq), wc_opcode_name(wc.opcode),
+                 static_cast<unsigned long long>(wr_id), wc.byte_len, *expected.byte_len);
         _signalled.pop_front();
         _wrs_completed = wr_id + 1; // completes every unsignalled request before it
+        // ... and so has placed their READ data and atomic results: check them before the memory is reused.
+        while (!_results.empty() && _results.front().wr_id <= wr_id) {
+            verify_result(_results.front());
+            _results.pop_front();
+        }
         _local_ring->release_through(wr_id);
+    }
+
+    // What a READ or an atomic placed in the client's memory.
+    struct pending_result {
+        std::uint64_t wr_id, seq;
+        op_kind op;
+        std::uint64_t read_offset;       // read: where in the read area
+        std::uint64_t expected_original; // atomics
+        std::uint8_t* pieces[8];         // each followed by sge_gap bytes of scribble
+        std::uint32_t lengths[8];
+        unsigned n;
+    };
+
+    void verify_result(const pending_result& r) {
+        if (r.op == op_kind::read) {
+            std::uint64_t offset = r.read_offset;
+            for (unsigned j = 0; j < r.n; ++j) {
+                std::uint8_t want = 0;
+                if (auto bad = payload_mismatch(r.pieces[j], r.lengths[j], read_area_key(_run.seed), offset, &want))
+                    fail("seq %llu (read, %llu bytes at read offset %llu): byte at offset %llu: expected 0x%02x, got 0x%02x",
+                         static_cast<unsigned long long>(r.seq), static_cast<unsigned long long>(read_length(r)),
+                         static_cast<unsigned long long>(r.read_offset),
+                         static_cast<unsigned long long>(offset - r.read_offset + *bad), want, r.pieces[j][*bad]);
+                offset += r.lengths[j];
+            }
+        } else {
+            std::uint64_t got;
+            std::memcpy(&got, r.pieces[0], 8);
+            if (got != r.expected_original)
+                fail("seq %llu (%s): returned original 0x%016llx, expected 0x%016llx", static_cast<unsigned long long>(r.seq),
+                     info(r.op).name, static_cast<unsigned long long>(got),
+                     static_cast<unsigned long long>(r.expected_original));
+        }
+        for (unsigned j = 0; j < r.n; ++j)
+            for (std::size_t i = 0; i < sge_gap; ++i)
+                if (r.pieces[j][r.lengths[j] + i] != scribble)
+                    fail("seq %llu (%s): local buffer written past scatter entry %u at byte %zu (got 0x%02x)",
+                         static_cast<unsigned long long>(r.seq), info(r.op).name, j, i, r.pieces[j][r.lengths[j] + i]);
+    }
+
+    static std::uint64_t read_length(const pending_result& r) {
+        std::uint64_t n = 0;
+        for (unsigned j = 0; j < r.n; ++j) n += r.lengths[j];
+        return n;
+    }
+
+    bool _ops_use(target area) const {
+        return std::any_of(_ops.begin(), _ops.end(), [&](op_kind op) { return info(op).area == area; });
     }
 
     // --- building a chain of work requests ----------------------------------------------------
@@ -1109,10 +1304,12 @@ private:
 
     bool room(unsigned wrs) const { return outstanding() + _chain.count + wrs <= _send_depth && _chain.count + wrs <= max_chain; }
 
-    // Adds one work request; `pieces` of local memory (already filled) become its SGEs.
-    void add(ibv_wr_opcode opcode, std::uint32_t imm, bool inline_data, bool signal, ibv_wc_opcode completion,
-             std::uint64_t remote_offset, std::uint8_t* const* pieces, const std::uint32_t* lengths, unsigned n,
-             std::size_t bytes) {
+    // Adds one work request; `pieces` of local memory (already filled) become its SGEs. Returns
+    // it, for the atomic operands.
+    ibv_send_wr& add(ibv_wr_opcode opcode, std::uint32_t imm, bool inline_data, bool signal, ibv_wc_opcode completion,
+                     std::uint64_t remote_address, std::uint32_t rkey, std::uint8_t* const* pieces,
+                     const std::uint32_t* lengths, unsigned n, std::size_t bytes,
+                     std::optional<std::uint32_t> byte_len = std::nullopt, std::uint64_t seq = 0) {
         const unsigned i = _chain.count++;
         const std::uint64_t wr_id = _wrs_posted + i;
         _since_signal += 1;
@@ -1121,7 +1318,7 @@ private:
         if (signal) {
             _since_signal = 0;
             _bytes_since_signal = 0;
-            _signalled.push_back({wr_id, completion});
+            _signalled.push_back({wr_id, completion, byte_len, seq});
         }
         ibv_send_wr& wr = _chain.wr[i];
         wr = {};
@@ -1131,14 +1328,15 @@ private:
         wr.send_flags = (signal ? IBV_SEND_SIGNALED : 0) | (inline_data ? IBV_SEND_INLINE : 0);
         wr.sg_list = _chain.sge[i];
         wr.num_sge = static_cast<int>(n);
-        wr.wr.rdma.remote_addr = _remote_address + remote_offset;
-        wr.wr.rdma.rkey = _rkey;
+        wr.wr.rdma.remote_addr = remote_address;
+        wr.wr.rdma.rkey = rkey;
         for (unsigned j = 0; j < n; ++j) {
             _chain.sge[i][j] = {reinterpret_cast<std::uintptr_t>(pieces[j]), lengths[j], _local_mr->lkey};
             _chain.inline_source[i][j] = inline_data ? pieces[j] : nullptr;
             _chain.inline_length[i][j] = lengths[j];
         }
         for (unsigned j = n; j < 8; ++j) _chain.inline_source[i][j] = nullptr;
+        return wr;
     }
 
     bool flush_chain() {
@@ -1160,12 +1358,27 @@ private:
     }
 
     // Allocates local memory for `size` bytes of message `m` split into SGEs and fills it with the
-    // payload; the gaps between pieces hold the scribble byte. Returns false when out of memory.
+    // payload, or for a READ with the scribble byte the data must replace; the gaps between pieces
+    // hold the scribble byte. An atomic gets one aligned 8-byte piece. Returns false when out of memory.
     bool stage_payload(message_plan& m, std::uint8_t** pieces, std::uint32_t* lengths, unsigned* n, bool* inline_data,
                        std::size_t* staged) {
         const op_info& op = info(m.op);
+        if (op.area == target::atomic_area) {
+            *inline_data = false;
+            const std::size_t need = 8 + 7 + sge_gap;
+            auto at = _local_ring->allocate(need, _wrs_posted + _chain.count);
+            if (!at) return false;
+            *staged = need;
+            std::uint8_t* p = _local.data() + *at;
+            std::memset(p, scribble, need);
+            pieces[0] = p + (-reinterpret_cast<std::uintptr_t>(p) & 7); // IBA 9.4.5: naturally aligned
+            lengths[0] = 8;
+            *n = 1;
+            return true;
+        }
         *inline_data = op.may_inline && m.size <= _v.max_inline && m.r.below(2) == 0;
-        unsigned count = m.size == 0 ? 0 : 1 + m.r.below(_v.max_send_sge);
+        const std::uint32_t max_sge = op.carries_payload ? _v.max_send_sge : _v.max_read_sge;
+        unsigned count = m.size == 0 ? 0 : 1 + m.r.below(max_sge);
         count = std::min<unsigned>(count, m.size);
         std::uint32_t cuts[8];
         for (unsigned j = 0; j + 1 < count; ++j) cuts[j] = 1 + m.r.below(m.size - 1);
@@ -1180,7 +1393,8 @@ private:
         for (unsigned j = 0; j < count; ++j) {
             const std::uint32_t end = j + 1 < count ? cuts[j] : m.size;
             if (end == start) continue; // equal cuts: fewer, longer pieces
-            fill_payload(p, end - start, payload_key(_run.seed, m.seq), start);
+            if (op.carries_payload) fill_payload(p, end - start, payload_key(_run.seed, m.seq), start);
+            else std::memset(p, scribble, end - start);
             pieces[used] = p;
             lengths[used] = end - start;
             ++used;
@@ -1189,7 +1403,7 @@ private:
             start = end;
         }
         *n = used;
-        if (_o.corrupt_from && m.seq >= *_o.corrupt_from && used > 0 && !_corrupted) {
+        if (_o.corrupt_from && m.seq >= *_o.corrupt_from && used > 0 && !_corrupted && op.carries_payload) {
             pieces[0][0] ^= 0xFF; // after the payload is made: the server must name seq and offset 0
             _corrupted = true;
         }
@@ -1223,7 +1437,7 @@ private:
         const bool inline_data = length <= _v.max_inline && (_controls_sent & 1);
         std::uint8_t* pieces[1] = {p};
         add(IBV_WR_SEND_WITH_IMM, control_immediate | static_cast<std::uint32_t>(_controls_sent & 0xffffff),
-            inline_data, type == control_type::done, IBV_WC_SEND, 0, pieces, &length, 1, length);
+            inline_data, type == control_type::done, IBV_WC_SEND, 0, 0, pieces, &length, 1, length);
         ++_controls_sent;
         ++_receives_used;
         if (ack) _ack_pending = true;
@@ -1245,17 +1459,18 @@ private:
             }
             message_plan m = plan_of(_run, _ops, _next_seq);
             const op_info& op = info(m.op);
-            // A SEND follows the CHECK of the writes before it; a CHECK names at most 8 writes.
-            if (!_batch.empty() && (!op.uses_region || _batch.size() == max_writes_per_check)) {
+            // A SEND follows the CHECK of the WRITEs, READs and atomics before it; a CHECK names at most 8.
+            const bool named = op.area != target::none;
+            if (!_batch.empty() && (!named || _batch.size() == max_writes_per_check)) {
                 if (!add_control(control_type::check)) break;
                 continue;
             }
             // One credit stays in reserve for the CHECK or DONE that must follow.
             if (op.consumes_receive && credits() < 2) break;
-            const unsigned after = op.uses_region ? 2 : 1; // the CHECK needs a slot of its own
+            const unsigned after = named ? 2 : 1; // the CHECK needs a slot of its own
             if (!room(after)) break;
             std::optional<std::size_t> remote;
-            if (op.uses_region) {
+            if (op.area == target::write_area) {
                 remote = _region_ring->allocate(m.size, m.seq);
                 if (!remote) { // the region is full of unverified writes: ask the server to verify them
                     if (!_batch.empty() || !_ack_pending) add_control(control_type::check, true);
@@ -1272,11 +1487,39 @@ private:
                 break;
             }
             const bool signal = m.r.below(4) == 0;
-            add(op.wr_opcode, op.carries_immediate ? static_cast<std::uint32_t>(m.seq & 0x7fffffff) : 0, inline_data,
-                signal, op.sender_completion, remote.value_or(0), pieces, lengths, n, staged);
+            std::uint64_t remote_address = 0, entry_offset = 0;
+            std::uint32_t rkey = 0;
+            switch (op.area) {
+            case target::write_area: entry_offset = *remote, remote_address = _remote_address + *remote, rkey = _rkey; break;
+            case target::read_area: entry_offset = m.read_offset, remote_address = _read_address + m.read_offset, rkey = _read_rkey; break;
+            case target::atomic_area: entry_offset = std::uint64_t(m.atomic_word) * 8, remote_address = _atomic_address + entry_offset, rkey = _atomic_rkey; break;
+            case target::none: break;
+            }
+            const bool places_locally = op.area == target::read_area || op.area == target::atomic_area;
+            ibv_send_wr& wr =
+                add(op.wr_opcode, op.carries_immediate ? static_cast<std::uint32_t>(m.seq & 0x7fffffff) : 0,
+                    inline_data, signal, op.sender_completion, remote_address, rkey, pieces, lengths, n, staged,
+                    places_locally ? std::optional<std::uint32_t>(m.size) : std::nullopt, m.seq);
+            if (places_locally) {
+                pending_result r{wr.wr_id, m.seq, m.op, m.read_offset, 0, {}, {}, n};
+                std::copy(pieces, pieces + n, r.pieces);
+                std::copy(lengths, lengths + n, r.lengths);
+                if (op.area == target::atomic_area) {
+                    // The only writer of the word: it holds what the atomics before this one left.
+                    std::uint64_t& word = _atomic_value[m.atomic_word];
+                    const atomic_step step = step_of(m, word);
+                    wr.wr.atomic.remote_addr = remote_address;
+                    wr.wr.atomic.compare_add = step.compare_add;
+                    wr.wr.atomic.swap = step.swap;
+                    wr.wr.atomic.rkey = rkey;
+                    r.expected_original = word;
+                    word = step.after;
+                }
+                _results.push_back(r);
+            }
             if (op.consumes_receive) ++_receives_used;
-            if (op.uses_region)
-                _batch.push_back({m.seq, remote.value_or(0), m.size, static_cast<std::uint32_t>(m.op)});
+            if (op.area != target::none)
+                _batch.push_back({m.seq, entry_offset, m.size, static_cast<std::uint32_t>(m.op)});
             _bytes += m.size;
             ++_next_seq;
             if (_chain.count + 2 > max_chain) posted |= flush_chain();
@@ -1297,7 +1540,17 @@ private:
     std::uint64_t _remote_address = 0;
     std::uint32_t _rkey = 0;
     chain _chain;
-    std::deque<std::pair<std::uint64_t, ibv_wc_opcode>> _signalled; // wr_id and opcode, in posting order
+    struct signalled {
+        std::uint64_t wr_id;
+        ibv_wc_opcode opcode;
+        std::optional<std::uint32_t> byte_len; // READ and atomics
+        std::uint64_t seq;                     // of a data message, for the error message
+    };
+    std::deque<signalled> _signalled; // in posting order
+    std::deque<pending_result> _results; // READs and atomics posted, in posting order
+    std::uint64_t _read_address = 0, _atomic_address = 0;
+    std::uint32_t _read_rkey = 0, _atomic_rkey = 0;
+    std::uint64_t _atomic_value[atomic_words + 2] = {}; // what each word holds once every atomic posted has run
     std::vector<write_entry> _batch;                                // writes since the last CHECK
     std::uint64_t _wrs_posted = 0, _wrs_completed = 0, _since_signal = 0, _bytes_since_signal = 0;
     std::uint64_t _receives_posted = 0, _receives_completed = 0;
@@ -1323,7 +1576,8 @@ private:
                  "  --seed S          seed of the message sequence (default 1)\n"
                  "  --mtu 1024|4096   path MTU (default 1024)\n"
                  "  --max-size BYTES  largest message (default 65536)\n"
-                 "  --ops LIST        comma-separated opcodes: send,send_imm,write,write_imm (default all)\n"
+                 "  --ops LIST        comma-separated opcodes: send,send_imm,write,write_imm,read,cmp_swap,\n"
+                 "                    fetch_add (default all)\n"
                  "  --inject-corruption SEQ  flip the first byte of the first non-empty message from SEQ on\n"
                  "                    (checks that the server catches it)\n");
     std::exit(status);
@@ -1350,12 +1604,7 @@ std::uint32_t parse_ops(const std::string& list) {
         unsigned i = 0;
         while (i < op_count && name != op_table[i].name) ++i;
         if (i == op_count) {
-            std::fprintf(stderr, "rdma-integrity: --ops: unknown opcode '%s' (valid: send, send_imm, write, write_imm)\n",
-                         name.c_str());
-            std::exit(2);
-        }
-        if (!op_table[i].implemented) {
-            std::fprintf(stderr, "rdma-integrity: --ops: %s is not supported yet\n", name.c_str());
+            std::fprintf(stderr, "rdma-integrity: --ops: unknown opcode '%s' (valid: %s)\n", name.c_str(), all_ops);
             std::exit(2);
         }
         mask |= 1u << i;
@@ -1366,7 +1615,7 @@ std::uint32_t parse_ops(const std::string& list) {
 
 options parse(int argc, char** argv) {
     options o;
-    o.run.ops_mask = parse_ops("send,send_imm,write,write_imm");
+    o.run.ops_mask = parse_ops(all_ops);
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
         auto value = [&]() -> const char* {
@@ -1426,8 +1675,6 @@ int serve(const options& o) {
     r.bytes(c.gid, 16);
     if (c.run.ops_mask == 0 || enabled_ops(c.run.ops_mask).empty() || (c.run.ops_mask >> op_count))
         fail("the client asked for opcodes 0x%x", c.run.ops_mask);
-    for (op_kind op : enabled_ops(c.run.ops_mask))
-        if (!info(op).implemented) fail("the client asked for %s, which is not supported yet", info(op).name);
     server s(v, o, c);
     connect_queue_pair(v, o, c.run.mtu, c.qpn, c.psn, c.lid, c.gid);
     const server_hello h = s.hello();
@@ -1442,6 +1689,10 @@ int serve(const options& o) {
     w.u64(h.region_size);
     w.u32(h.rkey);
     w.u32(h.receive_depth);
+    w.u64(h.read_address);
+    w.u64(h.atomic_address);
+    w.u32(h.read_rkey);
+    w.u32(h.atomic_rkey);
     write_all(g_tcp, out, sizeof out); // every receive is posted: the client may send
     s.run();
     final_barrier(g_tcp);
@@ -1481,6 +1732,10 @@ int connect_and_send(const options& o) {
     s.region_size = r.u64();
     s.rkey = r.u32();
     s.receive_depth = r.u32();
+    s.read_address = r.u64();
+    s.atomic_address = r.u64();
+    s.read_rkey = r.u32();
+    s.atomic_rkey = r.u32();
     if (s.receive_depth < 4) fail("the server offers %u receives", s.receive_depth);
     if (s.region_size < o.run.max_size) fail("the server's region (%llu bytes) is smaller than --max-size",
                                              static_cast<unsigned long long>(s.region_size));

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """End-to-end data integrity: tools/rdma_integrity.cpp (built against the system libibverbs, run
 with ours by `rocefab run`) moves mixed SEND / SEND with immediate / RDMA WRITE / RDMA WRITE with
-immediate messages of sizes 0 to 64 KiB from h1 to h2, and the server checks every byte, length,
-immediate, completion and the order.
+immediate / RDMA READ / compare-and-swap / fetch-and-add operations of sizes 0 to 64 KiB between h1
+and h2. The server checks every byte, length, immediate and the order of what it receives, and at
+the end the value of every word the atomics changed; the client checks every byte READ returns,
+the original value each atomic returns, and the opcode, order and byte_len of its completions.
 
 Run by meson (suite e2e) as:
   /usr/bin/python3 integrity_e2e_test.py BUILD_DIR SOURCE_DIR [unittest args]
@@ -37,7 +39,17 @@ class integrity_case(fabric_case):
             out, err = server.communicate()
         return (server.returncode, out, err), (client.returncode, client.stdout, client.stderr)
 
-    def assert_intact(self, messages, *args, server_args=()):
+    def responder_requests(self):
+        """READ and atomic requests the NICs' responders have executed (duplicates not counted)."""
+        totals = {"rx_read_requests": 0, "rx_atomic_requests": 0}
+        for nic in self.counters()["nics"]:
+            for key in totals:
+                totals[key] += nic["counters"].get(key, 0)
+        return totals
+
+    def assert_intact(self, messages, *args, server_args=(),
+                      executed=("rx_read_requests", "rx_atomic_requests")):
+        before = self.responder_requests()
         server, client = self.integrity("-n", str(messages), *args, server_args=server_args)
         self.assertEqual(client[0], 0, "client: " + client[1] + client[2] + "\nserver: " + server[1] + server[2])
         self.assertEqual(server[0], 0, "server: " + server[1] + server[2])
@@ -47,6 +59,9 @@ class integrity_case(fabric_case):
         self.assertEqual(client_summary.group(0), server_summary.group(0))
         self.assertEqual(int(client_summary.group(1)), messages)
         self.assertGreater(int(client_summary.group(2)), 0)
+        after = self.responder_requests()  # the default mix has READs and atomics: the run really moved some
+        for key in executed:
+            self.assertGreater(after[key], before[key], (key, before, after))
 
 
 class integrity(integrity_case):
@@ -64,6 +79,14 @@ class integrity(integrity_case):
     def test_small_messages_only_exercise_inline_and_scatter_gather(self):
         self.assert_intact(10000, "--max-size", "300", "--seed", "4")
 
+    def test_reads_and_atomics_alone_return_what_the_server_holds(self):
+        # Nothing but READ, compare-and-swap and fetch-and-add between the CHECKs, up to 16 of them
+        # in flight (max_rd_atomic): READs scattered over several entries, atomics on 64 words.
+        self.assert_intact(6000, "--ops", "read,cmp_swap,fetch_add", "--max-size", "20000", "--seed", "8")
+
+    def test_atomics_between_sends_return_the_predicted_original_values(self):
+        self.assert_intact(4000, "--ops", "cmp_swap,fetch_add,send", "--seed", "9", executed=("rx_atomic_requests",))
+
 
 class integrity_detects_errors(integrity_case):
     """The checker itself: a byte flipped at the sender must be reported, not pass."""
@@ -80,7 +103,8 @@ class integrity_detects_errors(integrity_case):
         self.assertNotRegex(server[1], SUMMARY)
 
     def test_bad_options_are_one_line_errors(self):
-        for args, words in ((["--ops", "read"], "read is not supported yet"),
+        for args, words in ((["--ops", "read,cmp_swap,sned"], "unknown opcode 'sned' (valid: send,send_imm,write,"
+                                                              "write_imm,read,cmp_swap,fetch_add)"),
                             (["--ops", "sned"], "unknown opcode 'sned'"),
                             (["--mtu", "2048"], "--mtu: 2048 (valid: 1024, 4096)")):
             with self.subTest(args=args):
@@ -93,8 +117,10 @@ FAULTS = "faults: { loss: 1%, corruption: 0.1%, reordering: 1% }"
 
 
 class integrity_under_link_faults(integrity_case):
-    """1 % loss, 0.1 % corruption and 1 % reordering on every link: go-back-N, the ICRC check and
-    the transport timer must still deliver every byte exactly once and in order."""
+    """1 % loss, 0.1 % corruption and 1 % reordering on every link: go-back-N, the ICRC check, the
+    transport timer, READ retries from the middle of a response and the responder's replay of
+    atomic results must still deliver every byte exactly once and in order, and execute every
+    atomic exactly once."""
 
     @classmethod
     def setUpClass(cls):
