@@ -110,6 +110,13 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     }
     const std::uint8_t syndrome = packet.aeth_header->syndrome();
     const std::uint32_t before = wire::psn_add(psn, wire::psn_mask); // psn - 1
+    // A NAK names the PSN the responder expected, so it acknowledges only what precedes it
+    // (IBA 9.7.5.2.8). One naming a PSN already acknowledged (by a READ response or atomic ACK
+    // that overtook it, or a late duplicate) is stale: the retry it asks for has happened.
+    if (!wire::aeth_syndrome::is_ack(syndrome) && wire::psn_diff(psn, qp.last_acked_psn) <= 0) {
+        ++_counters.duplicate_request;
+        return;
+    }
 
     if (wire::aeth_syndrome::is_ack(syndrome)) {
         if (implied_nak(qp, psn, now)) return;

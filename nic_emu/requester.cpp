@@ -330,6 +330,12 @@ void nic_node::rewind_to(queue_pair& qp, std::uint32_t psn) {
             return;
         }
     }
+    // A PSN before every started WQE was acknowledged already (a stale NAK): resending from
+    // the frontier would skip a WQE started but not sent yet, whose first PSN then goes to the
+    // next one too. Stay where the requester is.
+    if (qp.sq_retired != qp.sq_started &&
+        wire::psn_diff(psn, qp.started_work[qp.sq_retired & (qp.send_size - 1)].first_psn) < 0)
+        return;
     // Nothing started is unacknowledged: carry on from the frontier.
     qp.sq_current = qp.sq_started;
     qp.sq_offset = 0;

@@ -135,6 +135,10 @@ struct responder_resource {
     std::uint32_t response_psn = 0; // PSN of the first response of the range being answered
     std::uint64_t original = 0;     // atomic: the value before the operation (host order)
     bool pending = false;           // responses still to send
+    // The pending responses answer a duplicate (C9-112/C9-113). The requester may be done with
+    // the request already (a late duplicate, or a retry overtaken by the original responses), so
+    // a replay does not count against max_dest_rd_atomic.
+    bool replay = false;
 };
 
 inline constexpr std::uint32_t max_responder_resources = 16; // max_qp_rd_atom

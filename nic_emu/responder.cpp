@@ -20,6 +20,10 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
     const bool fatal = wire::aeth_syndrome::is_nak(syndrome) &&
                        wire::aeth_syndrome::nak_code_of(syndrome) != wire::nak_code::psn_sequence_error;
     if (!fatal && read_atomic_responses_pending(qp)) {
+        // A deferred sequence NAK is not replaced by a plain ACK: the requests it reports as
+        // discarded must still be resent (run_read_atomic_responder brings its PSN up to date).
+        const bool sequence_nak_waits = qp.ack_deferred && wire::aeth_syndrome::is_nak(qp.deferred_ack_syndrome);
+        if (sequence_nak_waits && wire::aeth_syndrome::is_ack(syndrome)) return;
         qp.ack_deferred = true;
         qp.deferred_ack_psn = psn;
         qp.deferred_ack_syndrome = syndrome;

@@ -57,7 +57,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
         return;
     }
     std::uint32_t pending = 0;
-    for (const auto& r : qp.rd_atomic) pending += r.pending;
+    for (const auto& r : qp.rd_atomic) pending += r.pending && !r.replay;
     if (pending >= resource_capacity(qp)) {
         // The requester has more READ/atomic requests outstanding than max_dest_rd_atomic
         // (IBA 9.7.5.1.3: too many outstanding is an invalid request).
@@ -160,6 +160,7 @@ void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_r
         if (found->type != responder_resource::kind::atomic || found->first_psn != psn) return;
         ++_counters.resp_duplicate_atomic_replays;
         found->pending = true; // the same ATOMIC ACKNOWLEDGE again, not the operation
+        found->replay = true;
         return;
     }
     if (found->type != responder_resource::kind::read) return;
@@ -185,6 +186,7 @@ void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_r
     found->sent = 0;
     found->response_psn = psn;
     found->pending = true;
+    found->replay = true;
 }
 
 bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
@@ -272,7 +274,16 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
     }
     if (qp.ack_deferred && !read_atomic_responses_pending(qp)) {
         qp.ack_deferred = false;
-        send_ack(qp, qp.deferred_ack_psn, qp.deferred_ack_syndrome, now);
+        // A sequence NAK waited behind the responses while the request it was missing may
+        // have arrived late (reordered) and been answered: the requests that overtook it were
+        // discarded all the same, so the NAK names where the responder stands now. Naming the
+        // old PSN, already acknowledged by those responses, would be stale (IBA 9.7.5.1.1).
+        std::uint32_t psn = qp.deferred_ack_psn;
+        const bool sequence_nak = wire::aeth_syndrome::is_nak(qp.deferred_ack_syndrome) &&
+                                  wire::aeth_syndrome::nak_code_of(qp.deferred_ack_syndrome) ==
+                                      wire::nak_code::psn_sequence_error;
+        if (sequence_nak && wire::psn_diff(qp.expected_psn, psn) > 0) psn = qp.expected_psn;
+        send_ack(qp, psn, qp.deferred_ack_syndrome, now);
     }
     return true;
 }

@@ -385,6 +385,93 @@ TEST_F(rc_read_atomic, reads_writes_and_atomics_survive_loss_duplication_and_reo
     EXPECT_GT(a.drops_loss + b.drops_loss, 0u);
 }
 
+// Reordering alone (IBA 9.7.5.1.1, 9.7.5.2.3): a request held back arrives behind later ones and
+// after the requester's retry of it; a response held back arrives behind later responses and
+// after the replies to the retry. Every READ and fetch-and-add must still complete, in order,
+// with the right data, and every add must act exactly once.
+class rc_read_atomic_reordered : public rc_read_atomic {
+protected:
+    void run_reads_and_adds_reordered(bool requests, bool responses, std::uint64_t seed) {
+        connection_options o = options();
+        o.timeout = 8; // about 1 ms
+        connect(o);
+        link_faults faults;
+        faults.reordering = 0.05; // held back the default 10 us: later frames overtake it
+        if (requests) _wiring.link_at(_a_to_b).set_faults(faults);
+        if (responses) _wiring.link_at(_b_to_a).set_faults(faults);
+        fill_pattern(h2.memory, 0, 2 << 20, static_cast<std::uint8_t>(seed));
+        constexpr std::uint64_t counter = 3 << 20;
+        set_word(h2, counter, 0);
+        constexpr int operations = 1500, in_flight = 48, slots = 64;
+        auto size_of = [&](int i) { return std::uint32_t(1 + (i * 7919 + seed * 31) % 20000); };
+        auto local_of = [](int i) { return (1u << 20) + std::uint64_t(i % slots) * 20480; };
+        auto remote_of = [](int i) { return std::uint64_t(i * 1000) % (1 << 20); };
+        auto is_add = [&](int i) { return (i + seed) % 2 == 0; };
+        // Every eighth operation is a SEND, as rdma-integrity mixes them in: its ACKs travel
+        // with the READ responses and atomic ACKs.
+        auto is_send = [](int i) { return i % 8 == 7; };
+        int receives_done = 0;
+        int posted = 0, completed = 0;
+        std::uint64_t adds_done = 0;
+        for (int step = 0; step < 20000 && completed < operations; ++step) {
+            while (posted < operations && posted - completed < in_flight) {
+                const int i = posted++;
+                std::memset(h1.memory.data() + local_of(i), 0xee, 20480);
+                if (is_send(i)) {
+                    post_recv(h2, i, (2 << 20) + std::uint64_t(i % slots) * 20480, 20480);
+                    post_send(h1, i, IBV_WR_SEND, local_of(i), size_of(i));
+                } else if (is_add(i))
+                    post_atomic(h1, i, IBV_WR_ATOMIC_FETCH_AND_ADD, local_of(i), address(h2, counter), h2.rkey, 1);
+                else
+                    post_send(h1, i, IBV_WR_RDMA_READ, local_of(i), size_of(i), address(h2, remote_of(i)), h2.rkey);
+            }
+            run_for(microseconds(20));
+            for (const auto& c : poll(h2.recv_cq_control, h2.recv_cqes)) {
+                SCOPED_TRACE(c.wr_id);
+                ASSERT_EQ(c.status, IBV_WC_SUCCESS);
+                ASSERT_EQ(c.wr_id, std::uint64_t(receives_done * 8 + 7)); // none skipped
+                ++receives_done;
+                EXPECT_EQ(c.byte_len, size_of(int(c.wr_id)));
+            }
+            for (const auto& c : sends(h1)) {
+                const int i = completed++;
+                SCOPED_TRACE(i);
+                ASSERT_EQ(c.wr_id, std::uint64_t(i));
+                ASSERT_EQ(c.status, IBV_WC_SUCCESS);
+                if (is_send(i)) {
+                    // checked on the receive side
+                } else if (is_add(i)) {
+                    EXPECT_EQ(word(h1, local_of(i)), adds_done++); // executed once, in PSN order
+                } else {
+                    EXPECT_EQ(c.byte_len, size_of(i));
+                    EXPECT_TRUE(std::equal(h2.memory.begin() + remote_of(i),
+                                           h2.memory.begin() + remote_of(i) + size_of(i),
+                                           h1.memory.begin() + local_of(i)));
+                }
+            }
+        }
+        ASSERT_EQ(completed, operations);
+        EXPECT_EQ(receives_done, operations / 8);
+        EXPECT_EQ(word(h2, counter), adds_done);
+        EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_RTS);
+        const auto a = _wiring.link_at(_a_to_b).counters(), b = _wiring.link_at(_b_to_a).counters();
+        EXPECT_EQ(a.frames_reordered > 0, requests);
+        EXPECT_EQ(b.frames_reordered > 0, responses);
+    }
+};
+
+TEST_F(rc_read_atomic_reordered, reads_and_adds_complete_once_when_requests_are_reordered) {
+    run_reads_and_adds_reordered(true, false, 1);
+}
+
+TEST_F(rc_read_atomic_reordered, reads_and_adds_complete_once_when_responses_are_reordered) {
+    run_reads_and_adds_reordered(false, true, 2);
+}
+
+TEST_F(rc_read_atomic_reordered, reads_and_adds_complete_once_when_both_directions_reorder) {
+    run_reads_and_adds_reordered(true, true, 3);
+}
+
 TEST_F(rc_read_atomic, the_device_offers_hca_atomics) {
     EXPECT_EQ(h1.nic->device_attributes().atomic_cap, IBV_ATOMIC_HCA);
     EXPECT_EQ(h1.nic->device_attributes().max_qp_rd_atom, 16);
