@@ -178,6 +178,13 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
 }
 
 bool nic_node::check_timers(queue_pair& qp, sim_time now) {
+    // IBA 9.7.6.1.3: the transport timer runs whenever requests are unacknowledged. Paths that
+    // stop it (an RNR wait, a rewind that finds nothing to resend) must not leave it stopped, or
+    // the QP waits for ever: re-arm it once any RNR wait is over.
+    if (qp.type == IBV_QPT_RC && qp.retransmit_deadline == never && qp.ack_timeout &&
+        qp.sq_retired != qp.sq_started && now >= qp.rnr_wait_until &&
+        (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
+        qp.retransmit_deadline = now + qp.ack_timeout;
     if (qp.retransmit_deadline > now) return false;
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) {
         qp.retransmit_deadline = never;

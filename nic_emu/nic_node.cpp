@@ -154,6 +154,10 @@ sim_time nic_node::next_deadline() const {
     sim_time earliest = never;
     for (const queue_pair* qp : _active_qps) {
         earliest = std::min(earliest, qp->retransmit_deadline);
+        // A stopped transport timer with requests outstanding is re-armed by check_timers().
+        if (qp->type == IBV_QPT_RC && qp->retransmit_deadline == never && qp->ack_timeout &&
+            qp->sq_retired != qp->sq_started && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD))
+            earliest = std::min(earliest, qp->rnr_wait_until);
         const bool rings_have_work =
             qp->sq_current != qp->sq_started ||
             qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_started;

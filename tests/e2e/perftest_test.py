@@ -7,6 +7,7 @@ Run by meson (suite e2e) as:  /usr/bin/python3 perftest_test.py BUILD_DIR SOURCE
 import os
 import re
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,10 +24,12 @@ class perftest_case(fabric_case):
         common = ["-d", "rfab0", "-x", "1", "-p", port, *args]
         server = self.start_on("h2", program, *common)
         client = None
-        for _ in range(50):
+        # The server listens once its resources exist: retry the client until it connects.
+        for _ in range(100):
             client = self.run_on("h1", program, *common, "127.0.0.1", timeout=timeout)
             if "Couldn't connect" not in client.stderr + client.stdout:
                 break
+            time.sleep(0.2)
         server_out, server_err = server.communicate(timeout=timeout)
         self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
         self.assertEqual(server.returncode, 0, server_out + server_err)
