@@ -13,36 +13,9 @@ namespace rocefab::nic {
 
 bool nic_node::scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std::uint64_t offset,
                                     std::uint8_t* data, std::size_t length) {
-    // Check every piece first, then stage them (as write_payload_to_sges does for receives).
-    struct piece {
-        address_space* memory;
-        std::uint64_t address, length, done;
-    };
-    std::array<piece, hw::max_sge> pieces;
-    std::size_t count = 0;
-    std::uint64_t skip = offset, left = length, done = 0;
-    const unsigned sges = std::min<unsigned>(wqe.num_sge, hw::max_sge);
-    for (unsigned i = 0; i < sges && left; ++i) {
-        const hw::sge& s = wqe.sg_list[i];
-        if (skip >= s.length) {
-            skip -= s.length;
-            continue;
-        }
-        const std::uint64_t take = std::min<std::uint64_t>(s.length - skip, left);
-        const memory_region* mr = local_mr(s.lkey, qp.pd, s.address + skip, take, IBV_ACCESS_LOCAL_WRITE);
-        if (!mr || (count && mr->memory != pieces[0].memory)) return false;
-        pieces[count++] = {mr->memory, s.address + skip, take, done};
-        done += take;
-        left -= take;
-        skip = 0;
-    }
-    if (left) return false;
-    if (count == 0) return true;
-    if (!_dma.fits(pieces[0].memory, count)) flush_dma();
-    for (std::size_t i = 0; i < count; ++i)
-        _dma.add_write(pieces[i].memory, data + pieces[i].done, pieces[i].address, pieces[i].length, &qp);
-    if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
-    return true;
+    ibv_wc_status unused;
+    return stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data, length,
+                         unused);
 }
 
 bool nic_node::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {

@@ -154,6 +154,10 @@ private:
     void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     void send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now);
     bool take_receive_wqe(queue_pair& qp);
+    // Stages `length` bytes of `data` for the local buffers `sges` describe, from byte `offset`
+    // of them, after checking each piece's MR (local write access); status says why not.
+    bool stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset,
+                       const std::uint8_t* data, std::size_t length, ibv_wc_status& status);
     bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
                                const std::uint8_t* data, std::size_t length, ibv_wc_status& status);
     void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited);

@@ -58,10 +58,10 @@ bool nic_node::take_receive_wqe(queue_pair& qp) {
     return true;
 }
 
-bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
-                                     const std::uint8_t* data, std::size_t length, ibv_wc_status& status) {
+bool nic_node::stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset,
+                             const std::uint8_t* data, std::size_t length, ibv_wc_status& status) {
     if (length == 0) return true;
-    // Check every piece first, then stage them: a receive either lands whole or not at all.
+    // Check every piece first, then stage them: the data lands whole or not at all.
     struct piece {
         address_space* memory;
         std::uint64_t address, length, done;
@@ -69,16 +69,16 @@ bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, st
     std::array<piece, hw::max_sge> pieces;
     std::size_t count = 0;
     std::uint64_t skip = offset, left = length, done = 0;
-    const unsigned sges = std::min<unsigned>(wqe.num_sge, hw::max_sge);
-    for (unsigned i = 0; i < sges && left; ++i) {
-        const hw::sge& s = wqe.sg_list[i];
+    for (std::size_t i = 0; i < sges.size() && i < hw::max_sge && left; ++i) {
+        const hw::sge& s = sges[i];
         if (skip >= s.length) {
             skip -= s.length;
             continue;
         }
         const std::uint64_t take = std::min<std::uint64_t>(s.length - skip, left);
         const memory_region* mr = local_mr(s.lkey, qp.pd, s.address + skip, take, IBV_ACCESS_LOCAL_WRITE);
-        if (!mr) {
+        // One copy call writes one address space: every MR of a PD belongs to the same program.
+        if (!mr || (count && mr->memory != pieces[0].memory)) {
             status = IBV_WC_LOC_PROT_ERR;
             return false;
         }
@@ -88,7 +88,7 @@ bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, st
         skip = 0;
     }
     if (left) {
-        status = IBV_WC_LOC_LEN_ERR; // the message is longer than the receive buffers
+        status = IBV_WC_LOC_LEN_ERR; // longer than the buffers
         return false;
     }
     if (!_dma.fits(pieces[0].memory, count)) flush_dma();
@@ -97,6 +97,12 @@ bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, st
                        pieces[i].length, &qp);
     if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
     return true;
+}
+
+bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
+                                     const std::uint8_t* data, std::size_t length, ibv_wc_status& status) {
+    return stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data, length,
+                         status);
 }
 
 void nic_node::stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited) {
