@@ -153,6 +153,9 @@ private:
     // responder.cpp
     void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     void send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now);
+    // Checks a RETH (RC and UC RDMA WRITE FIRST/ONLY) and starts the write; false (counted)
+    // when the QP's access flags or the rkey do not allow it.
+    bool begin_remote_write(queue_pair& qp, const wire::reth& reth);
     bool take_receive_wqe(queue_pair& qp);
     // Stages `length` bytes of `data` for the local buffers `sges` describe, from byte `offset`
     // of them, after checking each piece's MR (local write access); status says why not.

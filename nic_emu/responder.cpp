@@ -137,6 +137,26 @@ bool nic_node::flush_dma() {
     return true;
 }
 
+bool nic_node::begin_remote_write(queue_pair& qp, const wire::reth& reth) {
+    const std::uint64_t va = reth.virtual_address.load();
+    const std::uint32_t dma_length = reth.dma_length.load();
+    const std::uint32_t rkey = reth.rkey.load();
+    // IBA 9.7.5.1.4 (C9-88): the QP must allow remote writes, and the rkey must name an MR of the
+    // QP's PD with remote write access covering the whole range.
+    const bool allowed = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) &&
+                         (dma_length == 0 || remote_mr(rkey, qp.pd, va, dma_length, IBV_ACCESS_REMOTE_WRITE));
+    if (!allowed) {
+        ++_counters.resp_remote_access_errors;
+        return false;
+    }
+    qp.writing = true;
+    qp.write_va = va;
+    qp.write_rkey = rkey;
+    qp.write_remaining = dma_length;
+    qp.write_total = dma_length;
+    return true;
+}
+
 void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
     if (qp.state == IBV_QPS_ERR) {
         ++_counters.rx_qp_state_drops;
@@ -230,24 +250,10 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
             return;
         }
         if (first) {
-            const wire::reth& reth = *packet.reth_header;
-            const std::uint64_t va = reth.virtual_address.load();
-            const std::uint32_t dma_length = reth.dma_length.load();
-            const std::uint32_t rkey = reth.rkey.load();
-            // IBA 9.7.5.1.4 (C9-88): the QP must allow remote writes, and the rkey must name an
-            // MR of the QP's PD with remote write access covering the whole range.
-            const bool allowed = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) &&
-                                 (dma_length == 0 || remote_mr(rkey, qp.pd, va, dma_length, IBV_ACCESS_REMOTE_WRITE));
-            if (!allowed) {
-                ++_counters.resp_remote_access_errors;
+            if (!begin_remote_write(qp, *packet.reth_header)) {
                 nak(wire::nak_code::remote_access_error);
                 return;
             }
-            qp.writing = true;
-            qp.write_va = va;
-            qp.write_rkey = rkey;
-            qp.write_remaining = dma_length;
-            qp.write_total = dma_length;
         }
         if (length > qp.write_remaining || (last && length != qp.write_remaining)) {
             nak(wire::nak_code::invalid_request);

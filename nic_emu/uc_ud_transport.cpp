@@ -177,23 +177,7 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
     if (!op.has(wire::opcode_mask::write)) return drop(); // nothing else is a UC request
 
     if (!first && !qp.writing) return drop();
-    if (first) {
-        const wire::reth& reth = *packet.reth_header;
-        const std::uint64_t va = reth.virtual_address.load();
-        const std::uint32_t dma_length = reth.dma_length.load();
-        const std::uint32_t rkey = reth.rkey.load();
-        const bool allowed = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) &&
-                             (dma_length == 0 || remote_mr(rkey, qp.pd, va, dma_length, IBV_ACCESS_REMOTE_WRITE));
-        if (!allowed) {
-            ++_counters.resp_remote_access_errors;
-            return drop();
-        }
-        qp.writing = true;
-        qp.write_va = va;
-        qp.write_rkey = rkey;
-        qp.write_remaining = dma_length;
-        qp.write_total = dma_length;
-    }
+    if (first && !begin_remote_write(qp, *packet.reth_header)) return drop();
     if (length > qp.write_remaining || (last && length != qp.write_remaining)) return drop();
     const bool with_imm = packet.immdt_header != nullptr;
     if (last && with_imm && !qp.receiving && !take_receive_wqe(qp)) {
