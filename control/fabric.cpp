@@ -27,6 +27,27 @@ link_model model_of(const config::link_params& p) {
     return m;
 }
 
+// Named as `rdma resource show qp` names them, plus the ring indices that show where work waits.
+nlohmann::json qp_json(const nic::nic_node::qp_view& q) {
+    static constexpr const char* states[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+    const char* type = q.type == IBV_QPT_RC ? "RC" : q.type == IBV_QPT_UC ? "UC" : q.type == IBV_QPT_UD ? "UD" : "?";
+    return {{"lqpn", q.qpn},
+            {"rqpn", q.dest_qpn},
+            {"type", type},
+            {"state", q.state <= IBV_QPS_ERR ? states[q.state] : "?"},
+            {"sq-psn", q.sq_psn},
+            {"rq-psn", q.rq_psn},
+            {"last-acked-psn", q.last_acked_psn},
+            {"sq", {{"posted", q.sq_posted}, {"started", q.sq_started}, {"current", q.sq_current}, {"retired", q.sq_retired}}},
+            {"port-busy-ns", q.port_busy_for},
+            {"rq", {{"posted", q.rq_posted}, {"consumed", q.rq_consumed}}},
+            {"send-cq", {{"produced", q.send_cq_produced}, {"consumed", q.send_cq_consumed}}},
+            {"recv-cq", {{"produced", q.recv_cq_produced}, {"consumed", q.recv_cq_consumed}}},
+            {"timer-armed", q.timer_armed},
+            {"waiting-rnr", q.waiting_rnr},
+            {"responses-pending", q.responses_pending}};
+}
+
 nlohmann::json faults_json(const link_faults& f) {
     return {{"loss", f.loss},
             {"corruption", f.corruption},
@@ -354,10 +375,13 @@ nlohmann::json fabric::counters() {
                 const auto r = n->resources();
                 nlohmann::json resources = {{"contexts", r.contexts}, {"pds", r.pds},           {"mrs", r.mrs},
                                             {"channels", r.channels}, {"cqs", r.cqs}, {"qps", r.qps}};
+                nlohmann::json qps = nlohmann::json::array();
+                for (const auto& q : n->queue_pairs(_driver->now())) qps.push_back(qp_json(q));
                 nics.push_back({{"host", n->spec().host},
                                 {"nic", n->spec().name},
                                 {"counters", std::move(c)},
-                                {"resources", std::move(resources)}});
+                                {"resources", std::move(resources)},
+                                {"qps", std::move(qps)}});
             }
         }
         out["nics"] = std::move(nics);

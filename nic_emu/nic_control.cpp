@@ -162,6 +162,40 @@ ibv_port_attr nic_node::port_attributes() const {
 
 // ---- contexts, PDs, MRs -----------------------------------------------------------------------
 
+std::vector<nic_node::qp_view> nic_node::queue_pairs(sim_time now) const {
+    std::vector<qp_view> out;
+    out.reserve(_qps.size());
+    for (const auto& [handle, qp] : _qps) {
+        qp_view v{};
+        v.qpn = qp->qpn;
+        v.dest_qpn = qp->attr.dest_qp_num;
+        v.type = qp->type;
+        v.state = qp->state;
+        v.sq_psn = qp->next_psn;
+        v.rq_psn = qp->expected_psn;
+        v.last_acked_psn = qp->last_acked_psn;
+        v.sq_posted = qp->control->send.producer.load(std::memory_order_acquire);
+        v.sq_started = qp->sq_started;
+        v.sq_current = qp->sq_current;
+        v.sq_retired = qp->sq_retired;
+        v.port_busy_for = busy_until(0) > now ? busy_until(0) - now : 0;
+        v.rq_posted = qp->control->recv.producer.load(std::memory_order_acquire);
+        v.rq_consumed = qp->rq_consumed;
+        v.timer_armed = qp->retransmit_deadline != never;
+        v.waiting_rnr = now < qp->rnr_wait_until;
+        v.responses_pending = qp->ack_deferred || read_atomic_responses_pending(*qp);
+        auto cq_indices = [](const completion_queue* cq, std::uint32_t& produced, std::uint32_t& consumed) {
+            if (!cq) return;
+            produced = cq->produced;
+            consumed = cq->control->ring.consumer.load(std::memory_order_acquire);
+        };
+        cq_indices(qp->send_cq, v.send_cq_produced, v.send_cq_consumed);
+        cq_indices(qp->recv_cq, v.recv_cq_produced, v.recv_cq_consumed);
+        out.push_back(v);
+    }
+    return out;
+}
+
 std::uint32_t nic_node::open_context(std::unique_ptr<address_space> memory, int async_fd) {
     const std::uint32_t id = _next_handle++;
     context_state& c = _contexts[id];

@@ -66,6 +66,20 @@ public:
         return {_contexts.size(), _pds.size(), _mrs_by_lkey.size(), _channels.size(), _cqs.size(), _qps.size()};
     }
 
+    // What `rdma resource show qp` shows of a QP, and the ring positions that explain a stall.
+    struct qp_view {
+        std::uint32_t qpn, dest_qpn;
+        ibv_qp_type type;
+        ibv_qp_state state;
+        std::uint32_t sq_psn, rq_psn, last_acked_psn;
+        std::uint32_t sq_posted, sq_started, sq_current, sq_retired; // send ring indices
+        sim_time port_busy_for; // how far ahead of now the port's transmit queue reaches
+        std::uint32_t rq_posted, rq_consumed;            // receive ring indices (own ring)
+        bool timer_armed, waiting_rnr, responses_pending;
+        std::uint32_t send_cq_produced, send_cq_consumed, recv_cq_produced, recv_cq_consumed;
+    };
+    std::vector<qp_view> queue_pairs(sim_time now) const;
+
     // -- resources (control path; return 0 or an errno value) -------------------------------
     std::uint32_t open_context(std::unique_ptr<address_space> memory, int async_fd);
     // Frees everything the context still holds, as closing a uverbs file does.
@@ -139,6 +153,8 @@ private:
     bool prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch);
     // completer.cpp
     void handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    // Retires the WQE at sq_retired (the oldest), keeping the requester off it.
+    void retire_oldest(queue_pair& qp);
     void retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
     bool check_timers(queue_pair& qp, sim_time now);
     void complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status);

@@ -190,6 +190,13 @@ class robustness(fabric_case):
             if sends.get("h1", 0) > 100 and sends.get("h2", 0) > 100:
                 break
             time.sleep(0.1)
+        # Each end's QP is listed as `rdma resource show qp` lists it: RTS, connected to the other.
+        qps = {n["host"]: n["qps"] for n in self.counters()["nics"]}
+        self.assertEqual([q["state"] for q in qps["h1"]], ["RTS"], qps)
+        self.assertEqual([q["state"] for q in qps["h2"]], ["RTS"], qps)
+        self.assertEqual(qps["h1"][0]["rqpn"], qps["h2"][0]["lqpn"])
+        self.assertEqual(qps["h2"][0]["rqpn"], qps["h1"][0]["lqpn"])
+        self.assertEqual(qps["h1"][0]["type"], "RC")
         client.send_signal(signal.SIGKILL)
         server.send_signal(signal.SIGKILL)
         client.communicate()
