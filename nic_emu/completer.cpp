@@ -54,6 +54,23 @@ void nic_node::complete_send(queue_pair& qp, const send_work& work, ibv_wc_statu
     stage_completion(qp, *qp.send_cq, e, false);
 }
 
+void nic_node::retire_oldest(queue_pair& qp) {
+    // Free the slot before the completion is visible: a program that polls it may post again at
+    // once (rxe's do_complete orders them the same way).
+    ++qp.sq_retired;
+    qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+    // A rewind (timeout or NAK) may have left the requester on this WQE with its retry not sent
+    // yet, e.g. while the port was busy, and then the original responses arrived. The retry is
+    // pointless now; left there, the requester would wait for ever on a WQE that is gone. It goes
+    // on from the next WQE, resending it whole if it had been sent.
+    if (static_cast<std::int32_t>(qp.sq_current - qp.sq_retired) < 0) {
+        qp.sq_current = qp.sq_retired;
+        qp.sq_offset = 0;
+        qp.next_psn = qp.sq_current != qp.sq_started ? qp.started_work[qp.sq_current & (qp.send_size - 1)].first_psn
+                                                     : qp.psn_frontier;
+    }
+}
+
 void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
     const std::uint32_t mask = qp.send_size - 1;
     bool progressed = false;
@@ -69,10 +86,7 @@ void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_
                             : wire::psn_add(work.first_psn, wire::psn_mask);
             break;
         }
-        // Free the slot before the completion is visible: a program that polls it may post
-        // again at once (rxe's do_complete orders them the same way).
-        ++qp.sq_retired;
-        qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+        retire_oldest(qp);
         complete_send(qp, work, IBV_WC_SUCCESS);
         progressed = true;
     }

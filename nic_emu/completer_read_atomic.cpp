@@ -114,9 +114,7 @@ void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_ro
     qp.retries_left = qp.attr.retry_cnt;
     qp.rnr_retries_left = qp.attr.rnr_retry;
     if (done) {
-        // Free the slot first, as retire_acknowledged does; the completion follows the data.
-        ++qp.sq_retired;
-        qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+        retire_oldest(qp); // the completion follows the data
         complete_send(qp, work, IBV_WC_SUCCESS);
     }
     const bool outstanding = qp.sq_retired != qp.sq_started;

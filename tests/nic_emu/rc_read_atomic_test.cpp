@@ -472,6 +472,141 @@ TEST_F(rc_read_atomic_reordered, reads_and_adds_complete_once_when_both_directio
     run_reads_and_adds_reordered(true, true, 3);
 }
 
+// Every operation at once over both faulty directions, as rdma-integrity runs them: SENDs,
+// WRITEs, READs and fetch-and-adds share one send queue, so ACKs, NAKs, READ responses and
+// atomic ACKs overtake, follow and replace each other. Whatever the faults do, the queue must
+// keep moving (a stalled requester shows up as operations never completing), every WQE must
+// complete once and in order, and every byte and every add must land exactly once.
+class rc_mixed_under_faults : public rc_read_atomic {
+protected:
+    void run_mix(const link_faults& faults, int operations) {
+        connection_options o = options();
+        o.timeout = 8; // about 1 ms
+        connect(o);
+        _wiring.link_at(_a_to_b).set_faults(faults);
+        _wiring.link_at(_b_to_a).set_faults(faults);
+        fill_pattern(h2.memory, 0, 1 << 20, 5);
+        constexpr std::uint64_t counter = 3 << 20;
+        set_word(h2, counter, 0);
+        constexpr int in_flight = 48, slots = 48;
+        enum kind { send, write, read, add };
+        auto kind_of = [](int i) { return kind((i * 2654435761u >> 7) % 4); };
+        auto size_of = [](int i) { return std::uint32_t(1 + (i * 7919) % 12000); };
+        auto local_of = [](int i) { return (1u << 20) + std::uint64_t(i % slots) * 12288; };
+        // Writes and receives land in their own slots of h2's memory, checked on completion.
+        auto target_of = [](int i) { return (2u << 20) + std::uint64_t(i % slots) * 12288; };
+        auto remote_of = [](int i) { return std::uint64_t(i * 1000) % (1 << 20); };
+        std::vector<int> sends_posted;
+        std::size_t receives_done = 0;
+        int posted = 0, completed = 0;
+        std::uint64_t adds_done = 0;
+        sim_time last_progress = now();
+        for (int step = 0; completed < operations; ++step) {
+            while (posted < operations && posted - completed < in_flight) {
+                const int i = posted++;
+                fill_pattern(h1.memory, local_of(i), size_of(i), static_cast<std::uint8_t>(i));
+                switch (kind_of(i)) {
+                case send:
+                    post_recv(h2, i, target_of(i), 12288);
+                    sends_posted.push_back(i);
+                    post_send(h1, i, IBV_WR_SEND, local_of(i), size_of(i));
+                    break;
+                case write:
+                    post_send(h1, i, IBV_WR_RDMA_WRITE, local_of(i), size_of(i), address(h2, target_of(i)), h2.rkey);
+                    break;
+                case read:
+                    post_send(h1, i, IBV_WR_RDMA_READ, local_of(i), size_of(i), address(h2, remote_of(i)), h2.rkey);
+                    break;
+                case add:
+                    post_atomic(h1, i, IBV_WR_ATOMIC_FETCH_AND_ADD, local_of(i), address(h2, counter), h2.rkey, 1);
+                    break;
+                }
+            }
+            run_for(microseconds(20));
+            for (const auto& c : poll(h2.recv_cq_control, h2.recv_cqes)) {
+                ASSERT_LT(receives_done, sends_posted.size());
+                const int i = sends_posted[receives_done++];
+                SCOPED_TRACE(i);
+                ASSERT_EQ(c.wr_id, std::uint64_t(i)); // none skipped, none twice
+                ASSERT_EQ(c.status, IBV_WC_SUCCESS);
+                ASSERT_EQ(c.byte_len, size_of(i));
+            }
+            for (const auto& c : sends(h1)) {
+                const int i = completed++;
+                SCOPED_TRACE(i);
+                ASSERT_EQ(c.wr_id, std::uint64_t(i));
+                ASSERT_EQ(c.status, IBV_WC_SUCCESS);
+                const auto sent = h1.memory.begin() + local_of(i);
+                switch (kind_of(i)) {
+                case send:
+                case write:
+                    // A later operation reuses the slot only after this one completed.
+                    ASSERT_TRUE(std::equal(sent, sent + size_of(i), h2.memory.begin() + target_of(i)));
+                    break;
+                case read:
+                    ASSERT_TRUE(std::equal(h2.memory.begin() + remote_of(i),
+                                           h2.memory.begin() + remote_of(i) + size_of(i), sent));
+                    break;
+                case add:
+                    ASSERT_EQ(word(h1, local_of(i)), adds_done++); // executed once, in PSN order
+                    break;
+                }
+                last_progress = now();
+            }
+            ASSERT_LT(now() - last_progress, milliseconds(50))
+                << "no completion for 50 ms at operation " << completed << " of " << operations;
+        }
+        EXPECT_EQ(receives_done, sends_posted.size());
+        EXPECT_EQ(word(h2, counter), adds_done);
+        EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_RTS);
+    }
+};
+
+TEST_F(rc_mixed_under_faults, every_operation_completes_once_under_loss_corruption_duplication_and_reordering) {
+    link_faults faults;
+    faults.loss = 0.01;
+    faults.corruption = 0.001;
+    faults.duplication = 0.005;
+    faults.reordering = 0.01;
+    run_mix(faults, 20000);
+}
+
+
+// A READ's response can arrive after the transport timer rewound the requester to it but
+// before the retry went out (here h1's port is kept busy answering h2's large READ). The READ
+// completes, and the requester must not stay pointed at it: the next WQE must still start.
+TEST_F(rc_read_atomic, a_response_that_beats_the_retry_leaves_the_requester_moving) {
+    connection_options o = options();
+    o.timeout = 1; // 8.192 us, well before the late response
+    connect(o);
+    fill_pattern(h1.memory, 0, 2 << 20, 3);
+    fill_pattern(h2.memory, 0, 64, 4);
+    // h2 reads 2 MiB from h1: h1's port sends READ responses for about 170 us.
+    post_send(h2, 1, IBV_WR_RDMA_READ, 2 << 20, 2 << 20, address(h1, 0), h1.rkey);
+    run_for(nanoseconds(500));
+    link_faults late;
+    late.reordering = 1.0;
+    late.reorder_delay = microseconds(30);
+    _wiring.link_at(_b_to_a).set_faults(late);
+    post_send(h1, 10, IBV_WR_RDMA_READ, 3 << 20, 64, address(h2, 0), h2.rkey);
+    const std::uint64_t sent_before = _wiring.link_at(_b_to_a).counters().tx_frames;
+    while (_wiring.link_at(_b_to_a).counters().tx_frames == sent_before) run_for(nanoseconds(100));
+    _wiring.link_at(_b_to_a).set_faults({}); // only the response to h1's READ is late
+    run_for(microseconds(60));
+    auto done = sends(h1);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].status, IBV_WC_SUCCESS);
+    EXPECT_TRUE(std::equal(h2.memory.begin(), h2.memory.begin() + 64, h1.memory.begin() + (3 << 20)));
+    EXPECT_GT(h1.nic->counters().local_ack_timeout_err, 0u); // the timer did fire first
+
+    post_send(h1, 11, IBV_WR_RDMA_WRITE, 0, 4096, address(h2, 1 << 20), h2.rkey);
+    run_for(milliseconds(1));
+    done = sends(h1);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].wr_id, 11u);
+    EXPECT_EQ(done[0].status, IBV_WC_SUCCESS);
+}
+
 TEST_F(rc_read_atomic, the_device_offers_hca_atomics) {
     EXPECT_EQ(h1.nic->device_attributes().atomic_cap, IBV_ATOMIC_HCA);
     EXPECT_EQ(h1.nic->device_attributes().max_qp_rd_atom, 16);
