@@ -450,6 +450,7 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
     qp->control->recv.slot_size = sizeof(hw::recv_wqe);
     qp->region = std::move(region);
     qp->started_work.resize(send_slots);
+    if (qp->type == IBV_QPT_RC) qp->early.reserve();
     qp->attr.qp_state = IBV_QPS_RESET;
     qp->attr.path_mtu = IBV_MTU_1024;
     if (qp->type == IBV_QPT_UD) {
@@ -468,6 +469,7 @@ int nic_node::destroy_qp(std::uint32_t context, std::uint32_t handle) {
     auto it = _qps.find(handle);
     if (it == _qps.end() || it->second->context != context) return EINVAL;
     queue_pair* qp = it->second.get();
+    release_early(*qp);
     _qps_by_number.erase(qp->qpn);
     _active_qps.erase(std::remove(_active_qps.begin(), _active_qps.end(), qp), _active_qps.end());
     _round_robin = 0;
@@ -597,6 +599,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.sq_retired = qp.sq_started = qp.sq_current = qp.rq_consumed = 0;
             qp.sq_offset = 0;
             qp.receiving = qp.writing = qp.nak_outstanding = false;
+            release_early(qp);
             qp.uc_dropping = qp.uc_send_in_progress = false;
             qp.retransmit_deadline = never;
             qp.msn = 0;

@@ -128,7 +128,12 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
     else
         handle_request(qp, packet, now);
     _current_frame = nullptr;
+    if (_current_frame_kept) {
+        _current_frame_kept = false; // held ahead of a gap (reorder_buffer.hpp)
+        return;
+    }
     if (!_dma.holds(frame)) rte_pktmbuf_free(frame); // else freed once its payload is written
+    if (qp.early.held()) drain_early(qp, now);
 }
 
 // ---- poll ----------------------------------------------------------------------------------------
@@ -139,8 +144,11 @@ bool nic_node::poll(sim_time now) {
     for (std::size_t i = 0; i < n; ++i) {
         queue_pair& qp = *_active_qps[(_round_robin + i) % n];
         did_work |= check_timers(qp, now);
+        did_work |= check_gap(qp, now);
         if (qp.state == IBV_QPS_ERR)
             did_work |= flush(qp);
+        else if (qp.state == IBV_QPS_SQE)
+            did_work |= flush_send_queue(qp);
         else if (busy_until(0) <= now + transmit_fifo_time) {
             did_work |= run_read_atomic_responder(qp, now);
             did_work |= run_requester(qp, now);
@@ -153,7 +161,7 @@ bool nic_node::poll(sim_time now) {
 sim_time nic_node::next_deadline() const {
     sim_time earliest = never;
     for (const queue_pair* qp : _active_qps) {
-        earliest = std::min(earliest, qp->retransmit_deadline);
+        earliest = std::min({earliest, qp->retransmit_deadline, qp->gap_deadline});
         // A stopped transport timer with requests outstanding is re-armed by check_timers().
         if (qp->type == IBV_QPT_RC && qp->retransmit_deadline == never && qp->ack_timeout &&
             qp->sq_retired != qp->sq_started && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD))
@@ -166,6 +174,9 @@ sim_time nic_node::next_deadline() const {
                                   qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_retired ||
                                   qp->control->recv.producer.load(std::memory_order_acquire) != qp->rq_consumed;
             if (to_flush) earliest = std::min<sim_time>(earliest, 0);
+        } else if (qp->state == IBV_QPS_SQE) {
+            if (qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_retired)
+                earliest = std::min<sim_time>(earliest, 0);
         }
         else if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) && rings_have_work) {
             // A requester waiting for READ/atomic responses (max_rd_atomic, fence) has nothing
@@ -227,6 +238,7 @@ void nic_node::raise_async_event(std::uint32_t context, ibv_event_type type, std
 }
 
 void nic_node::enter_error(queue_pair& qp) {
+    release_early(qp); // requests are no longer taken
     if (qp.state != IBV_QPS_ERR) {
         qp.state = IBV_QPS_ERR;
         qp.attr.qp_state = IBV_QPS_ERR;
@@ -236,9 +248,21 @@ void nic_node::enter_error(queue_pair& qp) {
     qp.retransmit_deadline = never;
 }
 
-bool nic_node::flush(queue_pair& qp) {
-    // IBA 10.3.1 (Error state): every outstanding and newly posted WR completes with a flush
-    // error, signalled or not.
+void nic_node::fail_send_queue(queue_pair& qp) {
+    if (qp.type == IBV_QPT_RC) {
+        enter_error(qp);
+        return;
+    }
+    // IBA 10.3.1 (Send Queue Error): on UC and UD a send WQE that fails stops only the send
+    // queue. Its error completion is the report (no async event); the WQEs after it are flushed,
+    // receives go on, and ibv_modify_qp(SQE -> RTS) restarts sending.
+    qp.state = IBV_QPS_SQE;
+    qp.attr.qp_state = IBV_QPS_SQE;
+}
+
+bool nic_node::flush_send_queue(queue_pair& qp) {
+    // A WQE that failed reports its own status; the others complete with a flush error,
+    // signalled or not.
     bool did_work = false;
     const std::uint32_t send_mask = qp.send_size - 1;
     while (qp.sq_retired != qp.sq_started) {
@@ -261,7 +285,13 @@ bool nic_node::flush(queue_pair& qp) {
     }
     qp.sq_started = qp.sq_current = qp.sq_retired;
     qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+    return did_work;
+}
 
+bool nic_node::flush(queue_pair& qp) {
+    // IBA 10.3.1 (Error state): every outstanding and newly posted WR completes with a flush
+    // error, signalled or not.
+    bool did_work = flush_send_queue(qp);
     auto flush_receive = [&](const hw::recv_wqe& wqe) {
         hw::cqe e{};
         e.wr_id = wqe.wr_id;

@@ -149,10 +149,21 @@ private:
     void rewind_to(queue_pair& qp, std::uint32_t psn);
     // IBA 10.8.3.3 / 9.7.4.1.4: the WQE may not go out yet, because max_rd_atomic READ/atomic
     // requests are outstanding or it is fenced behind unfinished ones.
+    // responder.cpp: requests ahead of a PSN gap (reorder_buffer.hpp). A held frame stays out
+    // of receive()'s hands through _current_frame_kept.
+    bool hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
+                    sim_time now);
+    void report_gap(queue_pair& qp, sim_time now); // the sequence NAK, once per gap
+    void drain_early(queue_pair& qp, sim_time now);
+    bool check_gap(queue_pair& qp, sim_time now);
+    void release_early(queue_pair& qp);
     bool requester_must_wait(const queue_pair& qp, const hw::send_wqe& next) const;
     bool prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch);
     // completer.cpp
     void handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    // A send WQE failed: RC goes to ERR, UC and UD to SQE (IBA 10.3.1).
+    void fail_send_queue(queue_pair& qp);
+    bool flush_send_queue(queue_pair& qp);
     // Retires the WQE at sq_retired (the oldest), keeping the requester off it.
     void retire_oldest(queue_pair& qp);
     void retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
@@ -230,6 +241,14 @@ private:
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
     dma_batch _dma;
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
+    bool _current_frame_kept = false;   // ... and now held in a reorder buffer
+    // Frames held ahead of gaps by all QPs: bounded so that reordering cannot drain the pool.
+    static constexpr std::uint32_t max_held_frames = 512;
+    std::uint32_t _held_frames = 0;
+    // How long a gap may stay open before the sequence NAK asks for what is missing: longer
+    // than the skew of a sprayed fabric (and the 10 us of the lossy example's reorder_delay),
+    // far shorter than any transport timeout.
+    static constexpr sim_time reorder_grace = microseconds(20);
     std::vector<queue_pair*> _active_qps; // iteration order for the requester (round robin)
     std::size_t _round_robin = 0;
 };

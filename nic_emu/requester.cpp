@@ -74,7 +74,7 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
             if (qp.state == IBV_QPS_SQD) break; // drained: no new WQE starts
             if (!start_next_wqe(qp)) break;
             did_work = true;
-            if (qp.state == IBV_QPS_ERR) break;
+            if (qp.state == IBV_QPS_ERR || qp.state == IBV_QPS_SQE) break;
         }
         if (wire::psn_diff(qp.next_psn, qp.last_acked_psn) > static_cast<std::int32_t>(max_unacked_packets)) break;
         if (requester_must_wait(qp, qp.started_work[qp.sq_current & (qp.send_size - 1)].wqe)) break;
@@ -111,7 +111,7 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
         // 10.8.3.1); flush() reports it, after those before it.
         work.status = status;
         qp.sq_current = qp.sq_started;
-        enter_error(qp);
+        fail_send_queue(qp);
         return true;
     };
 
@@ -269,7 +269,7 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
                 ++_counters.local_protection_errors;
                 work.status = IBV_WC_LOC_PROT_ERR;
                 qp.sq_current = qp.sq_started;
-                enter_error(qp);
+                fail_send_queue(qp);
                 return false;
             }
             batch.memory = mr->memory;
@@ -310,9 +310,13 @@ void nic_node::transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now)
         // can be sent, and the WQE it started with completes in error (IBA 10.8.3.1).
         for (std::size_t i = 0; i < batch.count; ++i) rte_pktmbuf_free(batch.frames[i]);
         ++_counters.memory_access_faults;
-        qp.started_work[batch.wqe_index[0] & (qp.send_size - 1)].status = IBV_WC_LOC_PROT_ERR;
+        // The WQEs after it in the burst lost their packets with it: they are flushed.
+        const std::uint32_t mask = qp.send_size - 1;
+        qp.started_work[batch.wqe_index[0] & mask].status = IBV_WC_LOC_PROT_ERR;
+        for (std::uint32_t i = batch.wqe_index[0] + 1; i != qp.sq_started; ++i)
+            qp.started_work[i & mask].status = IBV_WC_WR_FLUSH_ERR;
         qp.sq_current = qp.sq_started;
-        enter_error(qp);
+        fail_send_queue(qp);
         return;
     }
     for (std::size_t i = 0; i < batch.count; ++i) finish_frame(batch.frames[i], now);

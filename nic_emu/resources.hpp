@@ -7,6 +7,7 @@
 #include "dataplane/wire/roce_frame.hpp"
 #include "nic_emu/address_space.hpp"
 #include "nic_emu/hw_abi.hpp"
+#include "nic_emu/reorder_buffer.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -189,6 +190,10 @@ struct queue_pair {
     std::uint32_t expected_psn = 0;
     std::uint32_t msn = 0;
     bool nak_outstanding = false; // a sequence NAK was sent and the gap is not filled yet
+    // Requests that arrived ahead of a gap (reorder_buffer.hpp), and when the gap, if it is
+    // still open, is reported with a sequence NAK.
+    reorder_buffer early;
+    sim_time gap_deadline = never;
     bool receiving = false;       // a multi-packet SEND is in progress into recv_work
     hw::recv_wqe recv_work{};
     std::uint64_t recv_offset = 0;

@@ -46,6 +46,66 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
     finish_frame(frame, now);
 }
 
+bool nic_node::hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
+                          sim_time now) {
+    if (!qp.early.usable() || distance >= static_cast<std::int32_t>(reorder_buffer::window)) return false;
+    if (qp.early.contains(psn)) {
+        ++_counters.duplicate_request; // a copy of one already held: dropped
+        return true;
+    }
+    if (_held_frames >= max_held_frames) return false;
+    qp.early.hold(psn, _current_frame, packet);
+    ++_held_frames;
+    _current_frame_kept = true;
+    // Give the missing packets the time a reordering fabric takes before asking for them.
+    if (qp.gap_deadline == never && !qp.nak_outstanding) qp.gap_deadline = now + reorder_grace;
+    return true;
+}
+
+void nic_node::report_gap(queue_pair& qp, sim_time now) {
+    qp.gap_deadline = never;
+    if (qp.nak_outstanding) return;
+    qp.nak_outstanding = true;
+    send_ack(qp, qp.expected_psn, wire::aeth_syndrome::nak(wire::nak_code::psn_sequence_error), now);
+}
+
+void nic_node::drain_early(queue_pair& qp, sim_time now) {
+    reorder_buffer::entry e;
+    bool drained = false;
+    while (qp.state != IBV_QPS_ERR && qp.early.take(qp.expected_psn, e)) {
+        --_held_frames;
+        _current_frame = e.frame;
+        handle_request(qp, e.packet, now);
+        _current_frame = nullptr;
+        if (!_dma.holds(e.frame)) rte_pktmbuf_free(e.frame);
+        drained = true;
+    }
+    // The requester may be resending what was held (go-back-N after a NAK or a timeout): tell it
+    // at once how far the responder got, so that it skips ahead.
+    if (drained && qp.state != IBV_QPS_ERR)
+        send_ack(qp, wire::psn_add(qp.expected_psn, wire::psn_mask), wire::aeth_syndrome::ack(invalid_credits), now);
+    if (!qp.early.held())
+        qp.gap_deadline = never;
+    else if (qp.gap_deadline == never && !qp.nak_outstanding)
+        qp.gap_deadline = now + reorder_grace; // another gap behind what was drained
+}
+
+bool nic_node::check_gap(queue_pair& qp, sim_time now) {
+    if (qp.gap_deadline > now) return false;
+    if (qp.state == IBV_QPS_ERR)
+        release_early(qp);
+    else if (qp.early.held())
+        report_gap(qp, now);
+    else
+        qp.gap_deadline = never;
+    return true;
+}
+
+void nic_node::release_early(queue_pair& qp) {
+    _held_frames -= qp.early.release_all();
+    qp.gap_deadline = never;
+}
+
 bool nic_node::take_receive_wqe(queue_pair& qp) {
     if (qp.srq) return take_srq_wqe(qp);
     const std::uint32_t producer = qp.control->recv.producer.load(std::memory_order_acquire);
@@ -168,12 +228,11 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
     const std::int32_t distance = wire::psn_diff(psn, qp.expected_psn);
 
     if (distance > 0) {
-        // A gap: something before this was lost. One NAK per gap (IBA 9.7.5.1.1).
+        // A gap: what precedes this was lost or is still on its way (a sprayed fabric reorders).
         ++_counters.out_of_sequence;
-        if (!qp.nak_outstanding) {
-            qp.nak_outstanding = true;
-            send_ack(qp, qp.expected_psn, wire::aeth_syndrome::nak(wire::nak_code::psn_sequence_error), now);
-        }
+        if (hold_early(qp, packet, psn, distance, now)) return;
+        // Too far ahead to hold: one NAK per gap (IBA 9.7.5.1.1), and go-back-N resends it.
+        report_gap(qp, now);
         return;
     }
     if (distance < 0 && (op.has(wire::opcode_mask::read) || op.has(wire::opcode_mask::atomic))) {

@@ -61,7 +61,7 @@ void nic_node::retire_sent(queue_pair& qp) {
         const send_work& work = qp.started_work[qp.sq_retired & mask];
         ++qp.sq_retired;
         qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
-        complete_send(qp, work, IBV_WC_SUCCESS);
+        complete_send(qp, work, work.status); // the WQE that took the QP to SQE reports why
     }
     // Nothing will acknowledge these PSNs: the requester's window is always open.
     qp.last_acked_psn = wire::psn_add(qp.next_psn, wire::psn_mask);

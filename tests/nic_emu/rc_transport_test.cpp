@@ -181,6 +181,73 @@ TEST_F(rc_transport, a_lost_packet_is_resent_after_a_timeout_and_data_arrives_on
     EXPECT_GT(h1.nic->counters().retransmitted_packets, 0u);
 }
 
+// A sprayed fabric (adaptive routing) delivers the packets of one QP out of order. Like a
+// ConnectX with out-of-order placement, the responder takes them as they come: no sequence NAK,
+// nothing resent, every SEND and WRITE whole and in order.
+TEST_F(rc_transport, packets_reordered_by_the_fabric_are_taken_without_a_nak_or_a_resend) {
+    connect();
+    link_faults sprayed;
+    sprayed.reordering = 0.1;
+    sprayed.reorder_delay = microseconds(2); // a later packet overtakes by a few packets
+    _wiring.link_at(_a_to_b).set_faults(sprayed);
+    constexpr int messages = 40;
+    constexpr std::uint32_t size = 16384; // 16 packets at MTU 1024
+    fill_pattern(h1.memory, 0, messages * size, 17);
+    for (int i = 0; i < messages; ++i) {
+        const std::uint64_t at = std::uint64_t(i) * size;
+        if (i % 2) {
+            post_recv(h2, i, (2 << 20) + at, size);
+            post_send(h1, i, IBV_WR_SEND, at, size);
+        } else {
+            post_send(h1, i, IBV_WR_RDMA_WRITE, at, size,
+                      reinterpret_cast<std::uint64_t>(h2.memory.data()) + (2 << 20) + at, h2.rkey);
+        }
+    }
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    const auto recvs = poll(h2.recv_cq_control, h2.recv_cqes);
+    ASSERT_EQ(sends.size(), std::size_t(messages));
+    ASSERT_EQ(recvs.size(), std::size_t(messages / 2));
+    for (int i = 0; i < messages; ++i) {
+        EXPECT_EQ(sends[i].wr_id, std::uint64_t(i));
+        EXPECT_EQ(sends[i].status, IBV_WC_SUCCESS);
+    }
+    for (int k = 0; k < messages / 2; ++k) EXPECT_EQ(recvs[k].wr_id, std::uint64_t(2 * k + 1));
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + messages * size, h2.memory.begin() + (2 << 20)));
+    EXPECT_GT(_wiring.link_at(_a_to_b).counters().frames_reordered, 20u);
+    EXPECT_GT(h2.nic->counters().out_of_sequence, 0u);
+    EXPECT_EQ(h2.nic->counters().naks_sent, 0u);
+    EXPECT_EQ(h1.nic->counters().retransmitted_packets, 0u);
+}
+
+// A packet lost for good leaves a gap that no reordering fills: the responder asks for it with a
+// sequence NAK once the reorder grace is over, long before the transport timer would fire.
+TEST_F(rc_transport, a_gap_that_stays_open_is_naked_after_the_reorder_grace) {
+    connect({.timeout = 14}); // 67 ms: only a NAK can make this quick
+    post_recv(h2, 1, 0, 1 << 20);
+    post_recv(h2, 2, 1 << 20, 1 << 20);
+    fill_pattern(h1.memory, 0, 8192, 5);
+    link_faults lossy;
+    lossy.loss = 1.0;
+    _wiring.link_at(_a_to_b).set_faults(lossy);
+    post_send(h1, 1, IBV_WR_SEND, 0, 1024); // one packet, lost
+    run_for(microseconds(1));
+    ASSERT_EQ(_wiring.link_at(_a_to_b).counters().drops_loss, 1u);
+    _wiring.link_at(_a_to_b).set_faults({});
+    post_send(h1, 2, IBV_WR_SEND, 0, 8192); // eight packets behind the gap
+    run_for(microseconds(10));
+    EXPECT_EQ(h2.nic->counters().naks_sent, 0u); // still within the grace
+    EXPECT_EQ(h2.nic->counters().out_of_sequence, 8u);
+    run_for(microseconds(40));
+    EXPECT_EQ(h2.nic->counters().naks_sent, 1u);
+    const auto recvs = poll(h2.recv_cq_control, h2.recv_cqes);
+    ASSERT_EQ(recvs.size(), 2u);
+    EXPECT_EQ(recvs[0].wr_id, 1u);
+    EXPECT_EQ(recvs[1].byte_len, 8192u);
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 8192, h2.memory.begin() + (1 << 20)));
+    EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, 0u);
+}
+
 TEST_F(rc_transport, moving_to_error_flushes_posted_receives) {
     connect();
     post_recv(h2, 11, 0, 64);

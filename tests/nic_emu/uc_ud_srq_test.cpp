@@ -504,6 +504,52 @@ TEST_F(uc_ud_srq, a_ud_send_longer_than_the_mtu_completes_with_a_length_error) {
     EXPECT_TRUE(poll(h2.recv_cq_control, h2.recv_cqes).empty());
 }
 
+// IBA 10.3.1: on UD (and UC) a failed send WQE takes the QP to SQE, not ERR. The WQE reports
+// its error, the ones posted after it are flushed, receives go on, and SQE -> RTS resumes sending.
+TEST_F(uc_ud_srq, a_failed_ud_send_stops_only_the_send_queue_until_the_qp_returns_to_rts) {
+    ring_qp a = make_qp(h1, IBV_QPT_UD), b = make_qp(h2, IBV_QPT_UD);
+    bring_up(h1, a, IBV_QPT_UD);
+    bring_up(h2, b, IBV_QPT_UD);
+    std::uint32_t ah_to_h2 = 0, ah_to_h1 = 0;
+    ASSERT_EQ(h1.nic->create_ah(h1.context, h1.pd, address_of(h2), ah_to_h2), 0);
+    ASSERT_EQ(h2.nic->create_ah(h2.context, h2.pd, address_of(h1), ah_to_h1), 0);
+    for (std::uint64_t r = 0; r < 4; ++r) post_recv(h2, b, 30 + r, r * 2048, 2048);
+    post_recv(h1, a, 40, 0, 2048);
+
+    post_send(h1, a, 1, IBV_WR_SEND, 0, 64, {.ah = ah_to_h2, .remote_qpn = b.qpn});
+    post_send(h1, a, 2, IBV_WR_SEND, 0, 2000, {.ah = ah_to_h2, .remote_qpn = b.qpn}); // over the MTU
+    post_send(h1, a, 3, IBV_WR_SEND, 0, 64, {.ah = ah_to_h2, .remote_qpn = b.qpn});
+    run_for(milliseconds(1));
+    auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 3u);
+    EXPECT_EQ(sends[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(sends[1].status, IBV_WC_LOC_LEN_ERR);
+    EXPECT_EQ(sends[2].status, IBV_WC_WR_FLUSH_ERR);
+    EXPECT_EQ(h1.nic->find_qp_by_number(a.qpn)->state, IBV_QPS_SQE);
+    EXPECT_EQ(poll(h2.recv_cq_control, h2.recv_cqes).size(), 1u);
+    EXPECT_TRUE(async_events(h1).empty()); // the error completion is the report
+
+    // The receive queue still works in SQE.
+    post_send(h2, b, 9, IBV_WR_SEND, 0, 100, {.ah = ah_to_h1, .remote_qpn = a.qpn});
+    run_for(milliseconds(1));
+    const auto received = poll(h1.recv_cq_control, h1.recv_cqes);
+    ASSERT_EQ(received.size(), 1u);
+    EXPECT_EQ(received[0].status, IBV_WC_SUCCESS);
+
+    // SQE -> RTS (IBA 10.3.1 Table 93), and sending works again.
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTS;
+    attr.cur_qp_state = IBV_QPS_SQE;
+    ASSERT_EQ(modify(h1, a, attr, IBV_QP_STATE | IBV_QP_CUR_STATE), 0);
+    post_send(h1, a, 4, IBV_WR_SEND, 0, 64, {.ah = ah_to_h2, .remote_qpn = b.qpn});
+    run_for(milliseconds(1));
+    sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].wr_id, 4u);
+    EXPECT_EQ(sends[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(poll(h2.recv_cq_control, h2.recv_cqes).size(), 1u);
+}
+
 TEST_F(uc_ud_srq, an_address_handle_needs_a_grh_and_a_reachable_gid) {
     ibv_ah_attr attr = address_of(h2);
     std::uint32_t ah = 0;
