@@ -34,6 +34,7 @@ parse_verdict parse_ipv4(rte_mbuf* frame, parsed_frame& out) {
     out.v6 = false;
     out.l3_length = total_length;
     out.dscp = ip->dscp();
+    out.ecn = ip->ecn();
     out.protocol = ip->protocol;
     if ((ip->flags_fragment.load() & ipv4_more_fragments_and_offset) == 0)
         read_udp_ports(frame, out.l3_offset + header_length, total_length - header_length, out);
@@ -50,6 +51,7 @@ parse_verdict parse_ipv6(rte_mbuf* frame, parsed_frame& out) {
     out.v6 = true;
     out.l3_length = sizeof(wire::ipv6_header) + payload_length;
     out.dscp = ip->dscp();
+    out.ecn = ip->ecn();
     out.protocol = ip->next_header;
     // Only a UDP header right after the fixed header is hashed; behind extension headers the
     // flow hashes on addresses alone, which keeps it on one path all the same.

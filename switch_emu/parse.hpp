@@ -25,6 +25,7 @@ struct parsed_frame {
     bool vlan_tagged = false;
     std::uint8_t pcp = 0;         // meaningful only when vlan_tagged
     std::uint8_t dscp = 0;
+    std::uint8_t ecn = 0;         // the IP header's ECN field (wire::ecn)
     std::uint8_t protocol = 0;    // IPv4 protocol or IPv6 next header
     // UDP ports in host order for the ECMP hash; 0 when not UDP, or an IPv4 fragment (a later
     // fragment has no UDP header, and all fragments of a datagram must take the same path).

@@ -1,20 +1,42 @@
-// Stage 6, scheduler: which traffic class of a port sends next. Strict priority for now
-// (TC 7 first), behind the interface DWRR/ETS will implement: pick() chooses from the set of
-// backlogged classes, sent() tells it what left so a deficit-based scheduler can charge it.
-// Received PFC will mask paused classes out of `backlog` before pick() sees it.
+// Stage 6, scheduler: which traffic class of a port sends next, as Spectrum's ETS (802.1Qaz)
+// does it. Strict classes go first, the highest first; the DWRR classes then share what is
+// left in proportion to their bandwidth percentages, by deficit round robin over bytes; classes
+// with no share (0 %) send only when no other class has a frame. pick() chooses among the
+// backlogged classes, sent() charges what left. Received PFC will mask paused classes out of
+// `backlog` before pick() sees it.
 #pragma once
 
+#include "switch_emu/switch_spec.hpp"
+
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace rocefab::switch_emu {
 
-class strict_priority_scheduler {
+class ets_scheduler {
 public:
+    ets_scheduler(const ets_spec& spec, std::uint16_t port_count);
+
     // The class to serve among `backlog` (bit t: TC t has a frame); nullopt when none.
-    std::optional<std::uint8_t> pick(std::uint16_t port, std::uint8_t backlog) const;
-    // Strict priority keeps no state; DWRR subtracts `bytes` from the class's deficit here.
-    void sent(std::uint16_t /*port*/, std::uint8_t /*tc*/, std::uint32_t /*bytes*/) {}
+    std::optional<std::uint8_t> pick(std::uint16_t port, std::uint8_t backlog);
+    // `bytes` of class `tc` left `port`: a DWRR class's deficit pays for them.
+    void sent(std::uint16_t port, std::uint8_t tc, std::uint32_t bytes);
+
+    // Bytes a DWRR class may send per round for each percent of share: 50 % sends 12 800 B a
+    // round, more than one 9 KiB jumbo frame, so every round moves every class.
+    static constexpr std::int64_t quantum_per_percent = 256;
+
+private:
+    struct port_state {
+        std::array<std::int64_t, traffic_class_count> deficit{};
+        std::uint8_t current = 0; // the DWRR class whose turn it is
+    };
+    std::uint8_t _strict = 0;   // bit t: TC t is strict
+    std::uint8_t _weighted = 0; // bit t: TC t is DWRR with a share
+    std::array<std::int64_t, traffic_class_count> _quantum{};
+    std::vector<port_state> _ports;
 };
 
 } // namespace rocefab::switch_emu

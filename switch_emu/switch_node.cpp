@@ -18,7 +18,9 @@ switch_spec checked(switch_spec spec) {
 switch_node::switch_node(switch_spec spec)
     : node(spec.name, static_cast<std::uint16_t>(spec.ports.size())), _spec(checked(std::move(spec))),
       _counters(_spec.ports.size()), _router(_spec), _buffer(_spec.buffer_bytes),
-      _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames) {}
+      _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames),
+      _scheduler(_spec.qos.ets, static_cast<std::uint16_t>(_spec.ports.size())),
+      _congestion(_spec.qos, _spec.random_seed) {}
 
 void switch_node::drop(rte_mbuf* frame, std::uint16_t port, port_counter reason) {
     _counters[port].bump(reason);
@@ -55,7 +57,7 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
         if (!n || n->port == port) return drop(frame, port, port_counter::rx_drops_not_for_us);
         egress = n->port;
         if (parsed.l3_length > _spec.ports[egress].mtu) return drop(frame, egress, port_counter::drops_mtu_exceeded);
-        return enqueue(frame, egress, length, now);
+        return enqueue(frame, parsed, egress, length, now);
     }
     switch (_router.route(frame, parsed, egress)) {
     case route_verdict::forward: break;
@@ -64,7 +66,7 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
     case route_verdict::mtu_exceeded: return drop(frame, egress, port_counter::drops_mtu_exceeded);
     }
 
-    enqueue(frame, egress, length, now);
+    enqueue(frame, parsed, egress, length, now);
 }
 
 const neighbour_spec* switch_node::find_neighbour(const wire::mac_address& mac) const {
@@ -73,8 +75,20 @@ const neighbour_spec* switch_node::find_neighbour(const wire::mac_address& mac) 
     return nullptr;
 }
 
-void switch_node::enqueue(rte_mbuf* frame, std::uint16_t egress, std::uint32_t length, sim_time now) {
+void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t egress, std::uint32_t length,
+                          sim_time now) {
     port_counters& out = _counters[egress];
+    const std::uint8_t tc = meta(frame).traffic_class;
+    switch (_congestion.decide(tc, _queues.depth_bytes(egress, tc), parsed.ecn)) {
+    case congestion_verdict::pass: break;
+    case congestion_verdict::mark:
+        if (parsed.ecn != wire::ecn::ce) { // one already marked upstream stays as it is
+            mark_congestion_experienced(frame, parsed);
+            out.bump(port_counter::ecn_marked);
+        }
+        break;
+    case congestion_verdict::drop: return drop(frame, egress, port_counter::wred_drops);
+    }
     if (!_buffer.admit(out, length)) {
         rte_pktmbuf_free(frame);
         return;

@@ -5,6 +5,7 @@
 
 #include "dataplane/node.hpp"
 #include "switch_emu/admission.hpp"
+#include "switch_emu/congestion.hpp"
 #include "switch_emu/counters.hpp"
 #include "switch_emu/egress_queue.hpp"
 #include "switch_emu/route.hpp"
@@ -50,7 +51,7 @@ private:
     bool drain_port(std::uint16_t port, sim_time now);
     void drop(rte_mbuf* frame, std::uint16_t port, port_counter reason);
     // Ingress admission and egress queueing of a frame whose port is chosen.
-    void enqueue(rte_mbuf* frame, std::uint16_t egress, std::uint32_t length, sim_time now);
+    void enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t egress, std::uint32_t length, sim_time now);
     const neighbour_spec* find_neighbour(const wire::mac_address& mac) const;
 
     switch_spec _spec;
@@ -58,7 +59,8 @@ private:
     router _router;
     shared_buffer _buffer;
     egress_queues _queues;
-    strict_priority_scheduler _scheduler;
+    ets_scheduler _scheduler;
+    congestion_control _congestion;
 };
 
 } // namespace rocefab::switch_emu

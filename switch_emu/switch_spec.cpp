@@ -77,6 +77,25 @@ std::string validate(const switch_spec& spec) {
         if (qos.priority_to_tc[priority] >= traffic_class_count)
             return where + "priority " + std::to_string(priority) + " maps to traffic class " +
                    std::to_string(qos.priority_to_tc[priority]) + "; traffic classes are 0..7";
+    for (std::size_t tc = 0; tc < traffic_class_count; ++tc) {
+        const congestion_spec& c = qos.congestion[tc];
+        if (!c.enabled) continue;
+        const std::string which = where + "traffic class " + std::to_string(tc) + " congestion control: ";
+        if (c.min_bytes >= c.max_bytes)
+            return which + "min " + std::to_string(c.min_bytes) + " B must be below max " + std::to_string(c.max_bytes) + " B";
+        if (c.probability_percent > 100)
+            return which + "probability " + std::to_string(c.probability_percent) + " %; it is 0..100";
+    }
+    unsigned shares = 0;
+    for (std::size_t tc = 0; tc < traffic_class_count; ++tc) {
+        if (qos.ets.mode[tc] != tc_mode::dwrr) continue;
+        if (qos.ets.bandwidth_percent[tc] > 100)
+            return where + "traffic class " + std::to_string(tc) + " has a bandwidth share of " +
+                   std::to_string(qos.ets.bandwidth_percent[tc]) + " %; shares are 0..100";
+        shares += qos.ets.bandwidth_percent[tc];
+    }
+    if (shares > 100)
+        return where + "the DWRR traffic classes share " + std::to_string(shares) + " % of the port; at most 100";
     return {};
 }
 

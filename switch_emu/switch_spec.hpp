@@ -43,12 +43,41 @@ constexpr std::array<std::uint8_t, 64> default_dscp_to_priority() {
     return map;
 }
 
+// Cumulus `qos egress-scheduler`: each traffic class is strict or DWRR with a bandwidth share.
+enum class tc_mode : std::uint8_t { strict, dwrr };
+
+struct ets_spec {
+    // NVIDIA's RoCE default (`nv set qos roce`): TC 6 (CNPs) strict, TC 0 and TC 3 DWRR 50/50.
+    // A DWRR class with 0 % sends only when no other class has a frame.
+    std::array<tc_mode, 8> mode = {tc_mode::dwrr, tc_mode::dwrr, tc_mode::dwrr, tc_mode::dwrr,
+                                   tc_mode::dwrr, tc_mode::dwrr, tc_mode::strict, tc_mode::dwrr};
+    std::array<std::uint8_t, 8> bandwidth_percent = {50, 0, 0, 50, 0, 0, 0, 0};
+};
+
+// Cumulus `qos congestion-control` for one traffic class: ECN marking (and, for packets that
+// cannot be marked, WRED dropping) against the egress queue's depth. Below min nothing happens;
+// between min and max an ECN-capable packet is marked CE with a probability rising linearly to
+// probability_percent; above max every ECN-capable packet is marked, and in a lossy class a
+// packet that is not ECN-capable is dropped.
+struct congestion_spec {
+    bool enabled = false;
+    std::uint64_t min_bytes = 150'000;
+    std::uint64_t max_bytes = 1'500'000;
+    std::uint8_t probability_percent = 100;
+};
+
 struct qos_spec {
     trust_mode trust = trust_mode::dscp;
     std::array<std::uint8_t, 64> dscp_to_priority = default_dscp_to_priority();
     // Under PCP trust an untagged frame has no PCP; it takes the port's default priority.
     std::uint8_t default_priority = 0;
     std::array<std::uint8_t, traffic_class_count> priority_to_tc = {0, 1, 2, 3, 4, 5, 6, 7};
+    ets_spec ets;
+    // NVIDIA's RoCE default: ECN on TC 0 and TC 3 at 150 000 / 1 500 000 B, 100 %.
+    std::array<congestion_spec, traffic_class_count> congestion = {
+        congestion_spec{true}, {}, {}, congestion_spec{true}, {}, {}, {}, {}};
+    // Priorities PFC keeps lossless (the RoCE default: 3). Their classes never drop for WRED.
+    std::uint8_t lossless_priorities = 1u << 3;
 };
 
 // A host's MAC behind one of the switch's ports: frames to it are bridged there unchanged
@@ -72,6 +101,8 @@ struct switch_spec {
     // Mixed into the ECMP hash. Tiers of a Clos fabric should differ, or every tier makes the
     // same choice and some uplinks sit idle (hash polarisation).
     std::uint32_t ecmp_seed = 0;
+    // Seeds the switch's own random choices (ECN marking probability): same seed, same marks.
+    std::uint64_t random_seed = 1;
     // How far ahead of the wire a port may hand frames to its link: a port's transmit FIFO after
     // the scheduler. 0 keeps the whole backlog in the switch's queues (exact under virtual time);
     // a realtime fabric, whose poll loop runs slower than one frame time at 100 Gb/s, needs a

@@ -56,6 +56,7 @@ struct frame_options {
     std::uint16_t destination_port = wire::roce_v2_udp_port;
     std::size_t payload = 16;
     std::optional<std::uint8_t> pcp; // set: 802.1Q priority tag with this PCP
+    std::uint8_t ecn = wire::ecn::ect0; // RoCEv2 NICs send ECN-capable packets
 };
 
 std::size_t put_ethernet(std::vector<std::uint8_t>& bytes, const frame_options& o, std::uint16_t ether_type) {
@@ -85,7 +86,7 @@ std::vector<std::uint8_t> ipv4_udp_frame(std::uint32_t source, std::uint32_t des
     const std::size_t l3 = put_ethernet(bytes, o, wire::ethertype::ipv4);
     wire::ipv4_header ip{};
     ip.version_ihl = 0x45;
-    ip.set_dscp_ecn(o.dscp, wire::ecn::ect0);
+    ip.set_dscp_ecn(o.dscp, o.ecn);
     ip.total_length.store(static_cast<std::uint16_t>(sizeof ip + sizeof(wire::udp_header) + o.payload));
     ip.flags_fragment.store(0x4000); // DF, as RoCEv2 sends
     ip.ttl = o.ttl;
@@ -104,7 +105,7 @@ std::vector<std::uint8_t> ipv6_udp_frame(const wire::ipv6_address& source, const
     std::vector<std::uint8_t> bytes;
     const std::size_t l3 = put_ethernet(bytes, o, wire::ethertype::ipv6);
     wire::ipv6_header ip{};
-    ip.set(o.dscp, wire::ecn::ect0, 0x12345);
+    ip.set(o.dscp, o.ecn, 0x12345);
     ip.payload_length.store(static_cast<std::uint16_t>(sizeof(wire::udp_header) + o.payload));
     ip.next_header = wire::ip_protocol::udp;
     ip.hop_limit = o.ttl;
@@ -563,19 +564,157 @@ TEST_F(switch_pipeline, pcp_trust_takes_priority_from_the_tag_and_default_when_u
 // ---------------------------------------------------------------------------------------------
 // Scheduling, shaping, buffer
 
-TEST_F(switch_pipeline, strict_priority_sends_queued_tc3_before_tc0_queued_earlier) {
+TEST_F(switch_pipeline, strict_tc6_preempts_the_dwrr_classes_queued_before_it) {
     build();
     sink->set_busy_until(1, 1000);
     send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 0}), 10);
     send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26}), 20);
+    send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 48}), 30); // a CNP
     EXPECT_TRUE(sink->sent.empty());
     EXPECT_EQ(sw->queue_depth_frames(1, 0), 1u);
     EXPECT_EQ(sw->queue_depth_frames(1, 3), 1u);
+    EXPECT_EQ(sw->queue_depth_frames(1, 6), 1u);
 
     EXPECT_TRUE(sw->poll(1000));
-    ASSERT_EQ(sink->sent.size(), 2u);
-    EXPECT_EQ(sink->sent[0].traffic_class, 3);
-    EXPECT_EQ(sink->sent[1].traffic_class, 0);
+    ASSERT_EQ(sink->sent.size(), 3u);
+    EXPECT_EQ(sink->sent[0].traffic_class, 6);
+}
+
+// Both DWRR classes backlogged on one port: each gets its share of the bytes sent, whatever the
+// frame sizes (deficit round robin charges bytes, not frames).
+std::map<std::uint8_t, std::uint64_t> bytes_by_class(const std::vector<sent_frame>& sent, std::size_t first_frames) {
+    std::map<std::uint8_t, std::uint64_t> bytes;
+    for (std::size_t i = 0; i < std::min(first_frames, sent.size()); ++i) bytes[sent[i].traffic_class] += sent[i].bytes.size();
+    return bytes;
+}
+
+TEST_F(switch_pipeline, ets_shares_the_port_50_50_between_tc0_and_tc3_in_bytes) {
+    build();
+    sink->set_busy_until(1, 1'000'000);
+    for (int i = 0; i < 400; ++i) {
+        send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 0, .payload = 300}), i);   // small frames
+        send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26, .payload = 1400}), i); // large frames
+    }
+    sw->poll(1'000'000);
+    // While both classes still have frames, they have had equal bytes, within one round.
+    const auto bytes = bytes_by_class(sink->sent, 300);
+    const double share3 = double(bytes.at(3)) / double(bytes.at(0) + bytes.at(3));
+    EXPECT_NEAR(share3, 0.5, 0.05);
+}
+
+TEST_F(switch_pipeline, ets_shares_follow_the_configured_percentages) {
+    switch_spec spec = test_spec();
+    spec.qos.ets.bandwidth_percent = {20, 0, 0, 80, 0, 0, 0, 0};
+    build(spec);
+    sink->set_busy_until(1, 1'000'000);
+    for (int i = 0; i < 400; ++i) {
+        send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 0, .payload = 1000}), i);
+        send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26, .payload = 1000}), i);
+    }
+    sw->poll(1'000'000);
+    const auto bytes = bytes_by_class(sink->sent, 400);
+    const double share3 = double(bytes.at(3)) / double(bytes.at(0) + bytes.at(3));
+    EXPECT_NEAR(share3, 0.8, 0.05);
+}
+
+TEST_F(switch_pipeline, a_class_without_a_share_sends_only_when_the_others_are_idle) {
+    switch_spec spec = test_spec();
+    spec.qos.dscp_to_priority[10] = 1; // TC 1: DWRR with 0 %
+    build(spec);
+    sink->set_busy_until(1, 1'000'000);
+    send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 10}), 1);
+    for (int i = 0; i < 5; ++i) send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 0}), 2 + i);
+    sw->poll(1'000'000);
+    ASSERT_EQ(sink->sent.size(), 6u);
+    EXPECT_EQ(sink->sent.back().traffic_class, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ECN and WRED on enqueue
+
+switch_spec ecn_spec() {
+    switch_spec spec = test_spec();
+    for (unsigned tc : {0u, 3u}) spec.qos.congestion[tc] = {true, 20'000, 60'000, 100};
+    return spec;
+}
+
+// The depth of the queue each frame joined, from the frames' sizes: frame i found i before it.
+std::size_t frames_below(std::uint64_t depth_bytes, std::size_t frame_bytes) {
+    return (depth_bytes + frame_bytes - 1) / frame_bytes;
+}
+
+TEST_F(switch_pipeline, ecn_marks_nothing_below_min_some_between_and_every_ect_packet_above_max) {
+    build(ecn_spec());
+    sink->set_busy_until(1, 1'000'000'000);
+    const auto bytes = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26, .payload = 1000});
+    constexpr int frames = 100; // up to about 100 kB deep
+    for (int i = 0; i < frames; ++i) send(bytes, i);
+    EXPECT_EQ(count(1, port_counter::wred_drops), 0u);
+    sink->set_busy_until(1, 0);
+    sw->poll(1'000'000'000);
+    ASSERT_EQ(sink->sent.size(), std::size_t(frames));
+    const std::size_t min_at = frames_below(20'000, bytes.size()), max_at = frames_below(60'000, bytes.size());
+    std::size_t marked_between = 0;
+    for (std::size_t i = 0; i < sink->sent.size(); ++i) {
+        SCOPED_TRACE(i);
+        const wire::ipv4_header ip = read_ipv4(sink->sent[i].bytes);
+        EXPECT_TRUE(ip.checksum_ok());
+        const bool marked = ip.ecn() == wire::ecn::ce;
+        if (i < min_at) EXPECT_FALSE(marked);
+        else if (i >= max_at) EXPECT_TRUE(marked);
+        else marked_between += marked;
+        EXPECT_EQ(ip.dscp(), 26); // the DSCP is untouched
+    }
+    // The probability rises linearly across the band: some marked, not all.
+    EXPECT_GT(marked_between, 0u);
+    EXPECT_LT(marked_between, max_at - min_at);
+    EXPECT_EQ(count(1, port_counter::ecn_marked), marked_between + (frames - max_at));
+}
+
+TEST_F(switch_pipeline, ecn_marking_is_the_same_for_the_same_seed) {
+    auto marks = [&](std::uint64_t seed) {
+        switch_spec spec = ecn_spec();
+        spec.random_seed = seed;
+        build(spec);
+        sink->set_busy_until(1, 1'000'000'000);
+        for (int i = 0; i < 60; ++i) send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26, .payload = 1000}), i);
+        sink->set_busy_until(1, 0);
+        sw->poll(1'000'000'000);
+        std::vector<bool> out;
+        for (const auto& f : sink->sent) out.push_back(read_ipv4(f.bytes).ecn() == wire::ecn::ce);
+        sw.reset();
+        return out;
+    };
+    EXPECT_EQ(marks(7), marks(7));
+    EXPECT_NE(marks(7), marks(8));
+}
+
+TEST_F(switch_pipeline, above_max_a_packet_that_cannot_be_marked_is_dropped_only_in_a_lossy_class) {
+    build(ecn_spec());
+    sink->set_busy_until(1, 1'000'000'000);
+    for (int i = 0; i < 100; ++i) {
+        send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 0, .payload = 1000, .ecn = wire::ecn::not_ect}), i);
+        send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26, .payload = 1000, .ecn = wire::ecn::not_ect}), i);
+    }
+    // TC 0 is lossy: it stops growing at max. TC 3 carries lossless priority 3: nothing dropped.
+    EXPECT_EQ(sw->queue_depth_frames(1, 0), frames_below(60'000, 1042));
+    EXPECT_EQ(sw->queue_depth_frames(1, 3), 100u);
+    EXPECT_EQ(count(1, port_counter::wred_drops), 100u - frames_below(60'000, 1042));
+    EXPECT_EQ(count(1, port_counter::ecn_marked), 0u);
+}
+
+TEST_F(switch_pipeline, ecn_marks_ipv6_in_its_traffic_class_field) {
+    build(ecn_spec());
+    sink->set_busy_until(2, 1'000'000'000);
+    for (int i = 0; i < 80; ++i)
+        send(ipv6_udp_frame(ipv6("2001:db8::9"), ipv6("2001:db8:1::5"), {.dscp = 26, .payload = 1000}), i);
+    sink->set_busy_until(2, 0);
+    sw->poll(1'000'000'000);
+    ASSERT_FALSE(sink->sent.empty());
+    const wire::ipv6_header last = read_ipv6(sink->sent.back().bytes);
+    EXPECT_EQ(last.ecn(), wire::ecn::ce);
+    EXPECT_EQ(last.dscp(), 26);
+    EXPECT_EQ(last.flow_label(), 0x12345u);
 }
 
 TEST_F(switch_pipeline, busy_link_holds_frames_until_it_frees_up_and_next_deadline_says_when) {
@@ -707,6 +846,8 @@ TEST_F(switch_pipeline, unusable_specs_are_refused_with_a_reason) {
     EXPECT_TRUE(refused([](switch_spec& s) { s.routes[0].prefix = ipv6("2001:db8::"); }));             // v4 not mapped
     EXPECT_TRUE(refused([](switch_spec& s) { s.qos.dscp_to_priority[5] = 8; }));
     EXPECT_TRUE(refused([](switch_spec& s) { s.ports[1].mtu = 0; }));
+    EXPECT_TRUE(refused([](switch_spec& s) { s.qos.ets.bandwidth_percent[1] = 1; })); // 101 % in all
+    EXPECT_TRUE(refused([](switch_spec& s) { s.qos.ets.bandwidth_percent[0] = 101; }));
     EXPECT_TRUE(refused([](switch_spec& s) { s.ports[2].name = "swp1"; }));
     EXPECT_TRUE(refused([](switch_spec& s) { s.ports.clear(); s.routes.clear(); }));
 
