@@ -112,6 +112,9 @@ switch_emu::switch_spec switch_spec_of(const config::topology& topo, std::size_t
             spec.neighbours.push_back({topo.hosts[peer.node].nics[peer.port].mac, static_cast<std::uint16_t>(p)});
     }
     spec.ecmp_seed = static_cast<std::uint32_t>(index * 0x9e3779b1u);
+    spec.qos = sw.qos;
+    // The fabric's seed decides ECN marks too; each switch draws its own sequence from it.
+    spec.random_seed = topo.seed * 0x9e3779b97f4a7c15ull + index + 1;
     // The daemon runs in real time: see switch_spec::transmit_fifo. 2 us, as the NIC's.
     spec.transmit_fifo = microseconds(2);
     return spec;

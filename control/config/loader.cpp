@@ -403,16 +403,149 @@ private:
                      std::to_string(it->second.line) + " (host and switch names share one namespace)");
     }
 
+    // --- switch QoS (topology.hpp documents the keys) ---
+
+    switch_emu::qos_spec load_qos_preset(const YAML::Node& node, const std::string& path) const {
+        const std::string name = expect_scalar(node, path, "roce");
+        switch_emu::qos_spec qos; // NVIDIA's `qos roce`: lossless priority 3
+        if (name == "roce") return qos;
+        if (name == "roce-lossy") {
+            qos.lossless_priorities = 0;
+            return qos;
+        }
+        fail(node, path, "unknown QoS preset '" + name + "'; expected roce (lossless) or roce-lossy");
+    }
+
+    std::uint64_t load_whole(const YAML::Node& node, const std::string& path, std::uint64_t low, std::uint64_t high,
+                             const std::string& what) const {
+        const std::string text = expect_scalar(node, path, std::to_string(low));
+        const bool digits = !text.empty() && text.size() <= 12 &&
+                            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const std::uint64_t value = digits ? std::stoull(text) : 0;
+        if (!digits || value < low || value > high)
+            fail(node, path,
+                 "bad " + what + " '" + text + "'; expected a whole number from " + std::to_string(low) + " to " +
+                     std::to_string(high));
+        return value;
+    }
+
+    // Keys "0".."7" (switch priorities or traffic classes) of a mapping, each with its node.
+    mapping expect_class_map(const YAML::Node& node, const std::string& path) const {
+        return expect_map(node, path, {"0", "1", "2", "3", "4", "5", "6", "7"});
+    }
+
+    switch_emu::qos_spec load_qos(const YAML::Node& node, const std::string& path) const {
+        using namespace switch_emu;
+        if (node.IsScalar()) return load_qos_preset(node, path);
+        const mapping m = expect_map(node, path,
+                                     {"preset", "mapping", "egress-queue-mapping", "pfc", "egress-scheduler",
+                                      "congestion-control"});
+        qos_spec qos;
+        if (const entry* e = m.find("preset")) qos = load_qos_preset(e->value, m.child_path("preset"));
+        if (const entry* e = m.find("mapping")) {
+            const mapping map = expect_map(e->value, m.child_path("mapping"), {"trust", "dscp"});
+            if (const entry* t = map.find("trust")) {
+                const std::string at = map.child_path("trust");
+                const std::string trust = expect_scalar(t->value, at, "l3");
+                if (trust == "l3")
+                    qos.trust = trust_mode::dscp;
+                else if (trust == "l2")
+                    qos.trust = trust_mode::pcp;
+                else
+                    fail(t->value, at, "unknown trust '" + trust + "'; expected l3 (DSCP) or l2 (PCP)");
+            }
+            if (const entry* d = map.find("dscp")) {
+                const std::string at = map.child_path("dscp");
+                if (!d->value.IsMap()) fail(d->value, at, "expected a mapping of DSCP to switch priority, e.g. { 26: 3 }");
+                for (auto it = d->value.begin(); it != d->value.end(); ++it) {
+                    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+                    const auto dscp = load_whole(it->first, at, 0, 63, "DSCP");
+                    qos.dscp_to_priority[dscp] =
+                        static_cast<std::uint8_t>(load_whole(it->second, at + "." + key, 0, 7, "switch priority"));
+                }
+            }
+        }
+        if (const entry* e = m.find("egress-queue-mapping")) {
+            const mapping map = expect_class_map(e->value, m.child_path("egress-queue-mapping"));
+            for (const auto& c : map.entries)
+                qos.priority_to_tc[std::stoul(c.key)] =
+                    static_cast<std::uint8_t>(load_whole(c.value, map.child_path(c.key), 0, 7, "traffic class"));
+        }
+        if (const entry* e = m.find("pfc")) {
+            const mapping pfc = expect_map(e->value, m.child_path("pfc"), {"switch-priority"});
+            if (const entry* list = pfc.find("switch-priority")) {
+                const std::string at = pfc.child_path("switch-priority");
+                qos.lossless_priorities = 0;
+                for (const YAML::Node& p : expect_list(list->value, at))
+                    qos.lossless_priorities |= static_cast<std::uint8_t>(1u << load_whole(p, at, 0, 7, "switch priority"));
+            }
+        }
+        if (const entry* e = m.find("egress-scheduler")) {
+            const mapping map = expect_class_map(e->value, m.child_path("egress-scheduler"));
+            for (const auto& c : map.entries) {
+                const std::string at = map.child_path(c.key);
+                const std::size_t tc = std::stoul(c.key);
+                const mapping t = expect_map(c.value, at, {"mode", "bw-percent"});
+                const std::string mode = t.find("mode") ? expect_scalar(t.find("mode")->value, at + ".mode", "dwrr") : "dwrr";
+                if (mode == "strict")
+                    qos.ets.mode[tc] = tc_mode::strict;
+                else if (mode == "dwrr")
+                    qos.ets.mode[tc] = tc_mode::dwrr;
+                else
+                    fail(t.find("mode")->value, at + ".mode", "unknown mode '" + mode + "'; expected strict or dwrr");
+                if (const entry* bw = t.find("bw-percent")) {
+                    if (mode == "strict") fail(bw->value, at + ".bw-percent", "a strict traffic class takes no bw-percent");
+                    qos.ets.bandwidth_percent[tc] =
+                        static_cast<std::uint8_t>(load_whole(bw->value, at + ".bw-percent", 0, 100, "bw-percent"));
+                }
+            }
+            unsigned shares = 0;
+            for (std::size_t tc = 0; tc < 8; ++tc)
+                if (qos.ets.mode[tc] == tc_mode::dwrr) shares += qos.ets.bandwidth_percent[tc];
+            if (shares > 100)
+                fail(e->value, m.child_path("egress-scheduler"),
+                     "the DWRR traffic classes' bw-percent add up to " + std::to_string(shares) + "; at most 100");
+        }
+        if (const entry* e = m.find("congestion-control")) {
+            const mapping map = expect_class_map(e->value, m.child_path("congestion-control"));
+            for (const auto& c : map.entries) {
+                const std::string at = map.child_path(c.key);
+                congestion_spec& cc = qos.congestion[std::stoul(c.key)];
+                const mapping t = expect_map(c.value, at, {"ecn", "min-threshold", "max-threshold", "probability"});
+                if (const entry* on = t.find("ecn")) {
+                    const std::string v = expect_scalar(on->value, at + ".ecn", "enable");
+                    if (v != "enable" && v != "disable")
+                        fail(on->value, at + ".ecn", "expected enable or disable, got '" + v + "'");
+                    cc.enabled = v == "enable";
+                }
+                constexpr std::uint64_t most = 1ull << 32; // bytes; more than any switch buffer
+                if (const entry* v = t.find("min-threshold"))
+                    cc.min_bytes = load_whole(v->value, at + ".min-threshold", 0, most, "min-threshold (bytes)");
+                if (const entry* v = t.find("max-threshold"))
+                    cc.max_bytes = load_whole(v->value, at + ".max-threshold", 1, most, "max-threshold (bytes)");
+                if (const entry* v = t.find("probability"))
+                    cc.probability_percent =
+                        static_cast<std::uint8_t>(load_whole(v->value, at + ".probability", 0, 100, "probability (%)"));
+                if (cc.min_bytes >= cc.max_bytes)
+                    fail(c.value, at,
+                         "min-threshold " + std::to_string(cc.min_bytes) + " must be below max-threshold " +
+                             std::to_string(cc.max_bytes) + " (bytes)");
+            }
+        }
+        return qos;
+    }
+
     void load_switches(const YAML::Node& node, topology& out) {
         const auto items = expect_list(node, "switches");
         if (items.size() > max_generated_index) fail(node, "switches", "too many switches (at most 65534)");
         for (std::size_t s = 0; s < items.size(); ++s) {
             const std::string path = "switches[" + std::to_string(s) + "]";
-            const mapping m = expect_map(items[s], path, {"name"});
+            const mapping m = expect_map(items[s], path, {"name", "qos"});
             const YAML::Node& name_node = required(m, "name", " (e.g. name: sw1)");
             switch_config sw;
             sw.name = expect_name(name_node, m.child_path("name"));
             claim_name(sw.name, name_node, m.child_path("name"), endpoint::switch_port, s);
+            if (const entry* e = m.find("qos")) sw.qos = load_qos(e->value, m.child_path("qos"));
             out.switches.push_back(std::move(sw));
         }
         _ports.resize(out.switches.size());

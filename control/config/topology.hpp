@@ -13,6 +13,15 @@
 //             in a link or in defaults.link, each key optional; probabilities as 0.01 or 1%, 0 to 1;
 //             a link's faults override defaults.link's key by key
 //   seed: 1                            optional; the fault-injection seed (same seed, same faults)
+//   a switch's `qos:` (optional) is a preset, `roce` (lossless, the default) or `roce-lossy`, or a mapping
+//   in the words of Cumulus NVUE's `qos` tree that starts from a preset and overrides parts of it:
+//     qos:
+//       preset: roce                                  roce or roce-lossy
+//       mapping: { trust: l3, dscp: { 26: 3, 48: 6 } }  trust l3 (DSCP) or l2 (PCP); DSCP -> switch priority
+//       egress-queue-mapping: { 3: 3 }                switch priority -> traffic class
+//       pfc: { switch-priority: [3] }                 the lossless priorities ([] for none)
+//       egress-scheduler: { 0: { mode: dwrr, bw-percent: 50 }, 6: { mode: strict } }      per traffic class
+//       congestion-control: { 3: { ecn: enable, min-threshold: 150000, max-threshold: 1500000, probability: 100 } }
 // Unknown keys are errors at every level (a misspelt `sped:` must not silently fall back to a default).
 #pragma once
 
@@ -21,6 +30,7 @@
 #include "dataplane/time.hpp"
 #include "dataplane/wire/ethernet.hpp"
 #include "dataplane/wire/ip.hpp"
+#include "switch_emu/switch_spec.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -87,6 +97,7 @@ struct port_config {
 struct switch_config {
     std::string name;
     std::vector<port_config> ports;
+    switch_emu::qos_spec qos; // the `roce` preset unless the file says otherwise
 };
 
 struct endpoint {

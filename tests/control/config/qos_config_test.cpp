@@ -1,0 +1,146 @@
+// A switch's `qos:` in the topology file: the presets, overrides in NVUE's words, and where each bad
+// value is reported.
+#include "control/config/topology.hpp"
+
+#include <gtest/gtest.h>
+
+namespace rocefab::config {
+namespace {
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE((text).find(part), std::string::npos) << "in: " << (text)
+
+using switch_emu::tc_mode;
+
+// The switch's entry is line 2 onwards; `qos` is indented under it.
+std::string fabric_with_qos(const std::string& qos) {
+    return R"(
+switches:
+  - name: sw1
+    qos: )" + qos + R"(
+hosts:
+  - name: h1
+    nics:
+      - { name: rfab0, address: 10.0.0.1/24 }
+links:
+  - { a: h1/rfab0, b: sw1/swp1 }
+)";
+}
+
+switch_emu::qos_spec qos_of(const std::string& qos) {
+    topology fabric;
+    config_error error;
+    EXPECT_TRUE(parse_topology(fabric_with_qos(qos), "test.yaml", fabric, error)) << error.to_string();
+    return fabric.switches.empty() ? switch_emu::qos_spec{} : fabric.switches[0].qos;
+}
+
+config_error qos_error(const std::string& qos) {
+    topology fabric;
+    config_error error;
+    EXPECT_FALSE(parse_topology(fabric_with_qos(qos), "configs/bad.yaml", fabric, error)) << "loaded";
+    return error;
+}
+
+TEST(qos_config, a_switch_without_qos_has_nvidias_roce_profile) {
+    topology fabric;
+    config_error error;
+    ASSERT_TRUE(parse_topology(R"(
+switches:
+  - name: sw1
+hosts:
+  - name: h1
+    nics:
+      - { name: rfab0, address: 10.0.0.1/24 }
+links:
+  - { a: h1/rfab0, b: sw1/swp1 }
+)",
+                               "t.yaml", fabric, error));
+    const auto& q = fabric.switches[0].qos;
+    EXPECT_EQ(q.trust, switch_emu::trust_mode::dscp);
+    EXPECT_EQ(q.dscp_to_priority[26], 3);
+    EXPECT_EQ(q.dscp_to_priority[48], 6);
+    EXPECT_EQ(q.dscp_to_priority[0], 0);
+    EXPECT_EQ(q.lossless_priorities, 1u << 3);
+    EXPECT_EQ(q.ets.mode[6], tc_mode::strict);
+    EXPECT_EQ(q.ets.bandwidth_percent[0], 50);
+    EXPECT_EQ(q.ets.bandwidth_percent[3], 50);
+    EXPECT_TRUE(q.congestion[0].enabled);
+    EXPECT_TRUE(q.congestion[3].enabled);
+    EXPECT_FALSE(q.congestion[1].enabled);
+    EXPECT_EQ(q.congestion[3].min_bytes, 150'000u);
+    EXPECT_EQ(q.congestion[3].max_bytes, 1'500'000u);
+    EXPECT_EQ(q.congestion[3].probability_percent, 100);
+}
+
+TEST(qos_config, the_lossy_preset_has_no_lossless_priority) {
+    EXPECT_EQ(qos_of("roce-lossy").lossless_priorities, 0u);
+    EXPECT_EQ(qos_of("roce").lossless_priorities, 1u << 3);
+    EXPECT_EQ(qos_of("{ preset: roce-lossy }").lossless_priorities, 0u);
+}
+
+TEST(qos_config, overrides_in_nvue_words_change_only_what_they_name) {
+    const auto q = qos_of(R"({ mapping: { trust: l2, dscp: { 10: 3 } }, egress-queue-mapping: { 5: 3 },
+           pfc: { switch-priority: [3, 4] },
+           egress-scheduler: { 0: { mode: dwrr, bw-percent: 30 }, 3: { bw-percent: 70 }, 5: { mode: strict } },
+           congestion-control: { 3: { min-threshold: 20000, max-threshold: 90000, probability: 50 },
+                                 0: { ecn: disable } } })");
+    EXPECT_EQ(q.trust, switch_emu::trust_mode::pcp);
+    EXPECT_EQ(q.dscp_to_priority[10], 3);
+    EXPECT_EQ(q.dscp_to_priority[26], 3); // the preset's entries stay
+    EXPECT_EQ(q.priority_to_tc[5], 3);
+    EXPECT_EQ(q.lossless_priorities, (1u << 3) | (1u << 4));
+    EXPECT_EQ(q.ets.bandwidth_percent[0], 30);
+    EXPECT_EQ(q.ets.bandwidth_percent[3], 70);
+    EXPECT_EQ(q.ets.mode[5], tc_mode::strict);
+    EXPECT_EQ(q.ets.mode[6], tc_mode::strict);
+    EXPECT_EQ(q.congestion[3].min_bytes, 20'000u);
+    EXPECT_EQ(q.congestion[3].max_bytes, 90'000u);
+    EXPECT_EQ(q.congestion[3].probability_percent, 50);
+    EXPECT_TRUE(q.congestion[3].enabled);
+    EXPECT_FALSE(q.congestion[0].enabled);
+}
+
+TEST(qos_config, bad_values_name_their_line_key_and_the_valid_range) {
+    auto e = qos_error("rocee");
+    EXPECT_EQ(e.line, 4);
+    EXPECT_EQ(e.key, "switches[0].qos");
+    EXPECT_CONTAINS(e.message, "unknown QoS preset 'rocee'; expected roce (lossless) or roce-lossy");
+
+    e = qos_error("{ mapping: { dscp: { 64: 3 } } }");
+    EXPECT_EQ(e.key, "switches[0].qos.mapping.dscp");
+    EXPECT_CONTAINS(e.message, "bad DSCP '64'; expected a whole number from 0 to 63");
+
+    e = qos_error("{ mapping: { trust: dscp } }");
+    EXPECT_EQ(e.key, "switches[0].qos.mapping.trust");
+    EXPECT_CONTAINS(e.message, "expected l3 (DSCP) or l2 (PCP)");
+
+    e = qos_error("{ egress-scheduler: { 8: { mode: strict } } }");
+    EXPECT_EQ(e.key, "switches[0].qos.egress-scheduler.8");
+    EXPECT_CONTAINS(e.message, "valid keys: 0, 1, 2, 3, 4, 5, 6, 7");
+
+    e = qos_error("{ egress-scheduler: { 1: { bw-percent: 10 } } }");
+    EXPECT_EQ(e.key, "switches[0].qos.egress-scheduler");
+    EXPECT_CONTAINS(e.message, "add up to 110; at most 100");
+
+    e = qos_error("{ egress-scheduler: { 6: { mode: fair } } }");
+    EXPECT_EQ(e.key, "switches[0].qos.egress-scheduler.6.mode");
+    EXPECT_CONTAINS(e.message, "expected strict or dwrr");
+
+    e = qos_error("{ congestion-control: { 3: { probability: 101 } } }");
+    EXPECT_EQ(e.key, "switches[0].qos.congestion-control.3.probability");
+    EXPECT_CONTAINS(e.message, "from 0 to 100");
+
+    e = qos_error("{ congestion-control: { 3: { min-threshold: 2000000 } } }");
+    EXPECT_EQ(e.key, "switches[0].qos.congestion-control.3");
+    EXPECT_CONTAINS(e.message, "min-threshold 2000000 must be below max-threshold 1500000");
+
+    e = qos_error("{ pfc: { switch-priority: [9] } }");
+    EXPECT_EQ(e.key, "switches[0].qos.pfc.switch-priority");
+    EXPECT_CONTAINS(e.message, "from 0 to 7");
+
+    e = qos_error("{ ecn: on }");
+    EXPECT_EQ(e.key, "switches[0].qos.ecn");
+    EXPECT_CONTAINS(e.message, "unknown key 'ecn'");
+}
+
+} // namespace
+} // namespace rocefab::config
