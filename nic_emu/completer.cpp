@@ -133,6 +133,7 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     }
 
     if (wire::aeth_syndrome::is_ack(syndrome)) {
+        if (wait_for_missing_responses(qp, psn, nullptr, now)) return;
         if (implied_nak(qp, psn, now)) return;
         if (wire::psn_diff(psn, qp.last_acked_psn) > 0) qp.implied_retry_started = false;
         retire_acknowledged(qp, psn, now);

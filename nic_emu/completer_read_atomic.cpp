@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace rocefab::nic {
 
@@ -18,34 +19,107 @@ bool nic_node::scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std
                          unused);
 }
 
-bool nic_node::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
+bool nic_node::implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::uint32_t& resume) const {
     const std::uint32_t mask = qp.send_size - 1;
     for (std::uint32_t i = qp.sq_retired; i != qp.sq_started; ++i) {
-        send_work& work = qp.started_work[i & mask];
+        const send_work& work = qp.started_work[i & mask];
         if (!is_read_or_atomic(work.wqe.opcode)) continue;
         // The first response PSN not received yet: responses are only accepted for the oldest
         // WQE, so a WQE behind others has received none.
         const std::uint32_t next_acked = wire::psn_add(qp.last_acked_psn, 1);
-        const std::uint32_t resume =
-            i == qp.sq_retired && wire::psn_diff(next_acked, work.first_psn) > 0 ? next_acked : work.first_psn;
-        if (wire::psn_diff(acked_psn, resume) < 0) return false; // nothing skipped
-        // Everything before the READ/atomic is acknowledged; its missing responses are asked for
-        // again, once per loss (a retry in progress ignores the stale responses still coming).
-        retire_acknowledged(qp, wire::psn_add(resume, wire::psn_mask), now);
-        if (qp.implied_retry_started) return true;
-        ++_counters.implied_nak_seq_err;
-        if (qp.retries_left == 0) {
-            qp.started_work[qp.sq_retired & mask].status = IBV_WC_RETRY_EXC_ERR;
-            enter_error(qp);
-            return true;
-        }
-        --qp.retries_left;
-        qp.implied_retry_started = true;
-        rewind_to(qp, resume);
-        qp.retransmit_deadline = qp.ack_timeout ? now + qp.ack_timeout : never;
-        return true;
+        resume = i == qp.sq_retired && wire::psn_diff(next_acked, work.first_psn) > 0 ? next_acked : work.first_psn;
+        return wire::psn_diff(acked_psn, resume) >= 0;
     }
     return false;
+}
+
+bool nic_node::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
+    std::uint32_t resume;
+    if (!implied_gap(qp, acked_psn, resume)) return false; // nothing skipped
+    // Everything before the READ/atomic is acknowledged; its missing responses are asked for
+    // again, once per loss (a retry in progress ignores the stale responses still coming).
+    retire_acknowledged(qp, wire::psn_add(resume, wire::psn_mask), now);
+    if (qp.implied_retry_started) return true;
+    ++_counters.implied_nak_seq_err;
+    if (qp.retries_left == 0) {
+        qp.started_work[qp.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
+        enter_error(qp);
+        return true;
+    }
+    --qp.retries_left;
+    qp.implied_retry_started = true;
+    rewind_to(qp, resume);
+    qp.retransmit_deadline = qp.ack_timeout ? now + qp.ack_timeout : never;
+    return true;
+}
+
+bool nic_node::wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_psn, const wire::parsed_roce* response,
+                                          sim_time now) {
+    // A response or ACK past an unanswered READ/atomic: lost responses, or ones a sprayed fabric
+    // delays. Like a ConnectX with out-of-order placement, wait reorder_grace for them before the
+    // implied NAK asks again; a retry already under way is left to implied_nak().
+    std::uint32_t resume;
+    if (qp.implied_retry_started || !implied_gap(qp, acked_psn, resume)) return false;
+    if (qp.response_gap_deadline == never)
+        qp.response_gap_deadline = now + reorder_grace;
+    else if (qp.response_gap_deadline <= now)
+        return false; // waited long enough
+    if (!qp.ack_waiting && !qp.early_responses.held()) qp.gap_evidence_psn = acked_psn;
+    if (wire::psn_diff(acked_psn, qp.gap_evidence_psn) > 0) qp.gap_evidence_psn = acked_psn;
+    if (!response) {
+        // An ACK: it acknowledges everything before it, which it may do once the gap is filled.
+        if (!qp.ack_waiting || wire::psn_diff(acked_psn, qp.waiting_ack_psn) > 0) qp.waiting_ack_psn = acked_psn;
+        qp.ack_waiting = true;
+        return true;
+    }
+    const std::uint32_t psn = wire::psn_add(acked_psn, 1);
+    if (wire::psn_diff(psn, resume) >= reorder_buffer::max_distance) return false;
+    if (qp.early_responses.contains(_held, psn)) {
+        ++_counters.duplicate_request;
+        return true;
+    }
+    if (!qp.early_responses.hold(_held, psn, _current_frame, *response)) return false;
+    _current_frame_kept = true;
+    return true;
+}
+
+void nic_node::resume_after_missing_responses(queue_pair& qp, sim_time now) {
+    // Called by receive() once the frame it handled is done with (the DMA batch's frame protocol
+    // allows one frame in hand at a time): the held responses that now follow in order are taken,
+    // then the ACK that waited, which may find another gap and wait again.
+    bool progressed = false;
+    // The next response is not always at last_acked + 1: requests between two READs (a SEND, a
+    // WRITE) take PSNs that only an ACK or the next response acknowledges.
+    held_packet e;
+    std::uint32_t next, resume;
+    while (qp.state != IBV_QPS_ERR && qp.early_responses.earliest(_held, qp.last_acked_psn, next) &&
+           !implied_gap(qp, wire::psn_add(next, wire::psn_mask), resume) && qp.early_responses.take(_held, next, e)) {
+        _current_frame = e.frame;
+        handle_read_atomic_response(qp, e.packet, now);
+        _current_frame = nullptr;
+        progressed = true;
+        if (std::exchange(_current_frame_kept, false)) continue; // held again
+        if (!_dma.holds(e.frame)) rte_pktmbuf_free(e.frame);
+    }
+    if (qp.state == IBV_QPS_ERR) return;
+    if (qp.ack_waiting && !implied_gap(qp, qp.waiting_ack_psn, resume)) {
+        qp.ack_waiting = false;
+        progressed = true;
+        if (wire::psn_diff(qp.waiting_ack_psn, qp.last_acked_psn) > 0) retire_acknowledged(qp, qp.waiting_ack_psn, now);
+    }
+    if (!qp.early_responses.held() && !qp.ack_waiting && !implied_gap(qp, qp.gap_evidence_psn, resume))
+        qp.response_gap_deadline = never; // every gap filled
+    else if (progressed)
+        qp.response_gap_deadline = now + reorder_grace; // what is still missing gets its own grace
+}
+
+void nic_node::give_up_waiting_for_responses(queue_pair& qp, sim_time now) {
+    qp.response_gap_deadline = never;
+    qp.early_responses.release_all(_held);
+    qp.ack_waiting = false;
+    if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
+    // The missing responses did not come: what arrived past them says they were lost.
+    implied_nak(qp, qp.gap_evidence_psn, now);
 }
 
 void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
@@ -57,6 +131,7 @@ void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_ro
     // A response acknowledges every request before it (IBA 9.7.5.2.2), unless it skips
     // responses of an earlier READ/atomic.
     const std::uint32_t before = wire::psn_add(psn, wire::psn_mask);
+    if (wait_for_missing_responses(qp, before, &packet, now)) return;
     if (implied_nak(qp, before, now)) return;
     retire_acknowledged(qp, before, now);
     if (qp.state == IBV_QPS_ERR || qp.sq_retired == qp.sq_started) return;

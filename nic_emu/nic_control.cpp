@@ -450,7 +450,6 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
     qp->control->recv.slot_size = sizeof(hw::recv_wqe);
     qp->region = std::move(region);
     qp->started_work.resize(send_slots);
-    if (qp->type == IBV_QPT_RC) qp->early.reserve();
     qp->attr.qp_state = IBV_QPS_RESET;
     qp->attr.path_mtu = IBV_MTU_1024;
     if (qp->type == IBV_QPT_UD) {

@@ -133,7 +133,9 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         return;
     }
     if (!_dma.holds(frame)) rte_pktmbuf_free(frame); // else freed once its payload is written
+    // Packets held ahead of a gap the frame may have filled (reorder_buffer.hpp).
     if (qp.early.held()) drain_early(qp, now);
+    if (qp.early_responses.held() || qp.ack_waiting) resume_after_missing_responses(qp, now);
 }
 
 // ---- poll ----------------------------------------------------------------------------------------
@@ -161,7 +163,7 @@ bool nic_node::poll(sim_time now) {
 sim_time nic_node::next_deadline() const {
     sim_time earliest = never;
     for (const queue_pair* qp : _active_qps) {
-        earliest = std::min({earliest, qp->retransmit_deadline, qp->gap_deadline});
+        earliest = std::min({earliest, qp->retransmit_deadline, qp->gap_deadline, qp->response_gap_deadline});
         // A stopped transport timer with requests outstanding is re-armed by check_timers().
         if (qp->type == IBV_QPT_RC && qp->retransmit_deadline == never && qp->ack_timeout &&
             qp->sq_retired != qp->sq_started && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD))

@@ -159,6 +159,12 @@ private:
     void release_early(queue_pair& qp);
     bool requester_must_wait(const queue_pair& qp, const hw::send_wqe& next) const;
     bool prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch);
+    // completer_read_atomic.cpp: responses past a READ/atomic whose responses are missing.
+    bool implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::uint32_t& resume) const;
+    bool wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_psn, const wire::parsed_roce* response,
+                                    sim_time now);
+    void resume_after_missing_responses(queue_pair& qp, sim_time now);
+    void give_up_waiting_for_responses(queue_pair& qp, sim_time now);
     // completer.cpp
     void handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     // A send WQE failed: RC goes to ERR, UC and UD to SQE (IBA 10.3.1).
@@ -242,9 +248,9 @@ private:
     dma_batch _dma;
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
     bool _current_frame_kept = false;   // ... and now held in a reorder buffer
-    // Frames held ahead of gaps by all QPs: bounded so that reordering cannot drain the pool.
-    static constexpr std::uint32_t max_held_frames = 512;
-    std::uint32_t _held_frames = 0;
+    // Packets held ahead of gaps by all QPs (reorder_buffer.hpp): bounded so that reordering
+    // cannot drain the packet pool.
+    held_packet_store _held;
     // How long a gap may stay open before the sequence NAK asks for what is missing: longer
     // than the skew of a sprayed fabric (and the 10 us of the lossy example's reorder_delay),
     // far shorter than any transport timeout.

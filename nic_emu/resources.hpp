@@ -185,6 +185,14 @@ struct queue_pair {
     unsigned retries_left = 0;
     unsigned rnr_retries_left = 0;
     bool implied_retry_started = false; // an implied NAK rewound the requester (rxe's started_retry)
+    // Responses that arrived past an unanswered READ/atomic (reorder_buffer.hpp): READ responses
+    // and atomic ACKs are held, the furthest plain ACK is remembered, and only if the missing
+    // responses are still missing at response_gap_deadline does the implied NAK ask again.
+    reorder_buffer early_responses;
+    sim_time response_gap_deadline = never;
+    bool ack_waiting = false;
+    std::uint32_t waiting_ack_psn = 0;
+    std::uint32_t gap_evidence_psn = 0; // the furthest PSN seen past the gap
 
     // Responder (IBA 9.7.5): expected PSN, MSN, and the message in progress.
     std::uint32_t expected_psn = 0;

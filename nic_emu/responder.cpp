@@ -5,6 +5,7 @@
 #include "nic_emu/nic_node.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace rocefab::nic {
 
@@ -48,14 +49,12 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
 
 bool nic_node::hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
                           sim_time now) {
-    if (!qp.early.usable() || distance >= static_cast<std::int32_t>(reorder_buffer::window)) return false;
-    if (qp.early.contains(psn)) {
+    if (qp.type != IBV_QPT_RC || distance >= reorder_buffer::max_distance) return false;
+    if (qp.early.contains(_held, psn)) {
         ++_counters.duplicate_request; // a copy of one already held: dropped
         return true;
     }
-    if (_held_frames >= max_held_frames) return false;
-    qp.early.hold(psn, _current_frame, packet);
-    ++_held_frames;
+    if (!qp.early.hold(_held, psn, _current_frame, packet)) return false;
     _current_frame_kept = true;
     // Give the missing packets the time a reordering fabric takes before asking for them.
     if (qp.gap_deadline == never && !qp.nak_outstanding) qp.gap_deadline = now + reorder_grace;
@@ -70,15 +69,15 @@ void nic_node::report_gap(queue_pair& qp, sim_time now) {
 }
 
 void nic_node::drain_early(queue_pair& qp, sim_time now) {
-    reorder_buffer::entry e;
+    held_packet e;
     bool drained = false;
-    while (qp.state != IBV_QPS_ERR && qp.early.take(qp.expected_psn, e)) {
-        --_held_frames;
+    while (qp.state != IBV_QPS_ERR && qp.early.take(_held, qp.expected_psn, e)) {
         _current_frame = e.frame;
         handle_request(qp, e.packet, now);
         _current_frame = nullptr;
-        if (!_dma.holds(e.frame)) rte_pktmbuf_free(e.frame);
         drained = true;
+        if (std::exchange(_current_frame_kept, false)) continue; // held again
+        if (!_dma.holds(e.frame)) rte_pktmbuf_free(e.frame);
     }
     // The requester may be resending what was held (go-back-N after a NAK or a timeout): tell it
     // at once how far the responder got, so that it skips ahead.
@@ -86,11 +85,12 @@ void nic_node::drain_early(queue_pair& qp, sim_time now) {
         send_ack(qp, wire::psn_add(qp.expected_psn, wire::psn_mask), wire::aeth_syndrome::ack(invalid_credits), now);
     if (!qp.early.held())
         qp.gap_deadline = never;
-    else if (qp.gap_deadline == never && !qp.nak_outstanding)
-        qp.gap_deadline = now + reorder_grace; // another gap behind what was drained
+    else if (drained && !qp.nak_outstanding)
+        qp.gap_deadline = now + reorder_grace; // another gap behind what was drained: its own grace
 }
 
 bool nic_node::check_gap(queue_pair& qp, sim_time now) {
+    if (qp.response_gap_deadline <= now) give_up_waiting_for_responses(qp, now);
     if (qp.gap_deadline > now) return false;
     if (qp.state == IBV_QPS_ERR)
         release_early(qp);
@@ -102,8 +102,11 @@ bool nic_node::check_gap(queue_pair& qp, sim_time now) {
 }
 
 void nic_node::release_early(queue_pair& qp) {
-    _held_frames -= qp.early.release_all();
+    qp.early.release_all(_held);
+    qp.early_responses.release_all(_held);
     qp.gap_deadline = never;
+    qp.response_gap_deadline = never;
+    qp.ack_waiting = false;
 }
 
 bool nic_node::take_receive_wqe(queue_pair& qp) {
