@@ -2,6 +2,7 @@
 
 #include "switch_emu/classify.hpp"
 #include "switch_emu/parse.hpp"
+#include "dataplane/wire/pfc.hpp"
 
 #include <stdexcept>
 
@@ -20,7 +21,7 @@ switch_node::switch_node(switch_spec spec)
       _counters(_spec.ports.size()), _router(_spec), _buffer(_spec.buffer_bytes),
       _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames),
       _scheduler(_spec.qos.ets, static_cast<std::uint16_t>(_spec.ports.size())),
-      _congestion(_spec.qos, _spec.random_seed) {}
+      _congestion(_spec.qos, _spec.random_seed), _pfc_in(_spec) {}
 
 void switch_node::drop(rte_mbuf* frame, std::uint16_t port, port_counter reason) {
     _counters[port].bump(reason);
@@ -34,6 +35,7 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
         rte_pktmbuf_free(frame);
         return;
     }
+    _latest = std::max(_latest, now);
     port_counters& ingress = _counters[port];
     const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
     ingress.bump(port_counter::rx_packets);
@@ -43,7 +45,15 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
     parsed_frame parsed;
     switch (parse_frame(frame, _spec.ports[port].mac, parsed)) {
     case parse_verdict::ip: break;
-    case parse_verdict::mac_control: return drop(frame, port, port_counter::rx_pause_frames);
+    case parse_verdict::mac_control: {
+        std::uint8_t enable = 0;
+        std::array<std::uint16_t, 8> quanta{};
+        if (wire::parse_pfc_frame(frame_bytes(frame), enable, quanta)) {
+            _pfc_in.on_pause(port, enable, quanta, now);
+            drain_port(port, now); // an XON may let queued frames go at once
+        }
+        return drop(frame, port, port_counter::rx_pause_frames); // consumed by the MAC either way
+    }
     case parse_verdict::not_for_us: return drop(frame, port, port_counter::rx_drops_not_for_us);
     case parse_verdict::malformed: return drop(frame, port, port_counter::rx_drops_malformed);
     case parse_verdict::non_ip: return drop(frame, port, port_counter::rx_drops_non_ip);

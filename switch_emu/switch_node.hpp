@@ -8,6 +8,7 @@
 #include "switch_emu/congestion.hpp"
 #include "switch_emu/counters.hpp"
 #include "switch_emu/egress_queue.hpp"
+#include "switch_emu/pfc.hpp"
 #include "switch_emu/route.hpp"
 #include "switch_emu/scheduler.hpp"
 #include "switch_emu/switch_spec.hpp"
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace rocefab::switch_emu {
@@ -34,15 +36,26 @@ public:
 
     const switch_spec& spec() const { return _spec; }
     std::uint64_t counter(std::uint16_t port, port_counter c) const { return _counters[port][c]; }
-    // Calls `f(std::string_view name, std::uint64_t value)` for each counter of `port`.
+    // Calls `f(std::string_view name, std::uint64_t value)` for each counter of `port`, then for
+    // the per-priority PFC counters under their `ethtool -S` names (rx_prio3_pause, ...).
     template <typename Callback>
     void for_each_counter(std::uint16_t port, Callback&& f) const {
         _counters[port].for_each(f);
+        for (std::uint8_t p = 0; p < traffic_class_count; ++p) {
+            const priority_counters& c = _pfc_in.counters(port, p);
+            const std::string prio = "prio" + std::to_string(p);
+            f("rx_" + prio + "_pause", c.rx_pause);
+            f("rx_" + prio + "_pause_duration", c.rx_pause_duration_us);
+            f("tx_" + prio + "_pause", c.tx_pause);
+        }
     }
     // {"name", "buffer": {"size_bytes", "in_use_bytes", "peak_bytes"},
     //  "ports": [{"port", "name", "counters": {name: value}}]}, ports in spec order.
     nlohmann::json counters_json() const;
 
+    const priority_counters& pfc_counters(std::uint16_t port, std::uint8_t priority) const {
+        return _pfc_in.counters(port, priority);
+    }
     std::uint32_t queue_depth_frames(std::uint16_t port, std::uint8_t tc) const { return _queues.depth_frames(port, tc); }
     std::size_t buffer_in_use() const { return _buffer.in_use(); }
 
@@ -61,6 +74,8 @@ private:
     egress_queues _queues;
     ets_scheduler _scheduler;
     congestion_control _congestion;
+    pfc_receiver _pfc_in;
+    sim_time _latest = 0; // the latest time receive() or poll() ran at, for next_deadline()
 };
 
 } // namespace rocefab::switch_emu

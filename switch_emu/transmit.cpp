@@ -11,8 +11,9 @@ namespace rocefab::switch_emu {
 bool switch_node::drain_port(std::uint16_t port, sim_time now) {
     bool sent_any = false;
     // Bounded by the queue contents: even a link that never reports busy cannot loop us forever.
+    const std::uint8_t paused = _pfc_in.paused_classes(port, now);
     while (busy_until(port) <= now + _spec.transmit_fifo) {
-        const std::optional<std::uint8_t> tc = _scheduler.pick(port, _queues.backlog(port));
+        const std::optional<std::uint8_t> tc = _scheduler.pick(port, _queues.backlog(port) & ~paused);
         if (!tc) break;
         rte_mbuf* frame = _queues.dequeue(port, *tc);
         const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
@@ -28,6 +29,7 @@ bool switch_node::drain_port(std::uint16_t port, sim_time now) {
 }
 
 bool switch_node::poll(sim_time now) {
+    _latest = std::max(_latest, now);
     bool did_work = false;
     for (std::uint16_t port = 0; port < port_count(); ++port)
         if (_queues.backlog(port) != 0) did_work |= drain_port(port, now);
@@ -36,8 +38,16 @@ bool switch_node::poll(sim_time now) {
 
 sim_time switch_node::next_deadline() const {
     sim_time earliest = never;
-    for (std::uint16_t port = 0; port < port_count(); ++port)
-        if (_queues.backlog(port) != 0) earliest = std::min(earliest, busy_until(port) - _spec.transmit_fifo);
+    for (std::uint16_t port = 0; port < port_count(); ++port) {
+        const std::uint8_t backlog = _queues.backlog(port);
+        if (backlog == 0) continue;
+        // A port whose every backlogged class is paused by PFC waits for the first to resume.
+        const sim_time free = busy_until(port) - _spec.transmit_fifo;
+        const sim_time unpaused = backlog & ~_pfc_in.paused_classes(port, _latest)
+                                      ? free
+                                      : std::max(free, _pfc_in.resume_time(port, backlog, _latest));
+        earliest = std::min(earliest, unpaused);
+    }
     return earliest;
 }
 

@@ -4,6 +4,7 @@
 
 #include "dataplane/wire/ethernet.hpp"
 #include "dataplane/wire/ip.hpp"
+#include "dataplane/wire/pfc.hpp"
 #include "dataplane/wire/udp.hpp"
 #include "tests/support/eal_environment.hpp"
 
@@ -630,6 +631,53 @@ TEST_F(switch_pipeline, a_class_without_a_share_sends_only_when_the_others_are_i
 }
 
 // ---------------------------------------------------------------------------------------------
+// PFC received: the port stops sending the paused priorities
+
+std::vector<std::uint8_t> pfc_frame(std::uint8_t enable, std::uint16_t quanta_all) {
+    std::vector<std::uint8_t> bytes(wire::pfc_frame_length);
+    std::array<std::uint16_t, 8> quanta;
+    quanta.fill(quanta_all);
+    wire::write_pfc_frame(bytes.data(), neighbour_mac(1), enable, quanta);
+    return bytes;
+}
+
+TEST_F(switch_pipeline, a_pause_frame_stops_its_priority_for_its_quanta_and_other_classes_go_on) {
+    build();
+    send(pfc_frame(1u << 3, 1000), 0, 1); // from the neighbour on port 1: priority 3, 1000 quanta
+    const sim_time pause = wire::pause_quanta_to_time(1000, hundred_gig); // 5.12 us at 100G
+    EXPECT_EQ(pause, 5120);
+    send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26}), 100);
+    send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 0}), 200);
+    ASSERT_EQ(sink->sent.size(), 1u);
+    EXPECT_EQ(sink->sent[0].traffic_class, 0); // priority 0 is not paused
+    EXPECT_EQ(sw->queue_depth_frames(1, 3), 1u);
+    EXPECT_EQ(sw->next_deadline(), pause);
+    EXPECT_FALSE(sw->poll(pause - 1));
+    EXPECT_TRUE(sw->poll(pause));
+    ASSERT_EQ(sink->sent.size(), 2u);
+    EXPECT_EQ(sink->sent[1].traffic_class, 3);
+    EXPECT_EQ(sw->pfc_counters(1, 3).rx_pause, 1u);
+    EXPECT_EQ(sw->pfc_counters(1, 0).rx_pause, 0u);
+    EXPECT_EQ(count(1, port_counter::rx_pause_frames), 1u);
+}
+
+TEST_F(switch_pipeline, an_xon_resumes_at_once_and_the_pause_duration_is_counted) {
+    build();
+    send(pfc_frame(1u << 3, 0xffff), 0, 1); // XOFF: 335 us at 100G
+    send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26}), 100);
+    EXPECT_TRUE(sink->sent.empty());
+    send(pfc_frame(1u << 3, 0), 7000, 1); // XON after 7 us
+    ASSERT_EQ(sink->sent.size(), 1u);
+    EXPECT_EQ(sink->sent[0].at, 7000);
+    EXPECT_EQ(sw->pfc_counters(1, 3).rx_pause, 2u);
+    EXPECT_EQ(sw->pfc_counters(1, 3).rx_pause_duration_us, 7u);
+    std::map<std::string, std::uint64_t> named;
+    sw->for_each_counter(1, [&](std::string_view name, std::uint64_t v) { named[std::string(name)] = v; });
+    EXPECT_EQ(named.at("rx_prio3_pause"), 2u);
+    EXPECT_EQ(named.at("rx_prio3_pause_duration"), 7u);
+}
+
+// ---------------------------------------------------------------------------------------------
 // ECN and WRED on enqueue
 
 switch_spec ecn_spec() {
@@ -814,7 +862,7 @@ TEST_F(switch_pipeline, counters_are_listed_by_name_for_every_port) {
         names.emplace_back(name);
         if (name == "rx_packets") rx_packets = value;
     });
-    EXPECT_EQ(names.size(), port_counter_count);
+    EXPECT_EQ(names.size(), port_counter_count + 3 * traffic_class_count); // and rx/tx PFC per priority
     EXPECT_EQ(names.front(), "rx_packets");
     EXPECT_EQ(rx_packets, 1u);
     EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size()) << "names are unique";
