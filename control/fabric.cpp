@@ -93,7 +93,7 @@ switch_emu::switch_spec switch_spec_of(const config::topology& topo, std::size_t
     spec.name = sw.name;
     for (const auto& port : sw.ports) {
         const config::link_params& p = topo.links[port.link_index].params;
-        spec.ports.push_back({port.name, port.mac, p.speed_bps, p.mtu});
+        spec.ports.push_back({port.name, port.mac, p.speed_bps, p.mtu, p.delay});
     }
     for (const auto& r : topo.routes[index]) {
         switch_emu::route_spec route;

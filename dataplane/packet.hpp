@@ -15,6 +15,7 @@ struct packet_meta {
     std::uint16_t ingress_port = 0;
     std::uint8_t priority = 0;     // switch priority, set by classification
     std::uint8_t traffic_class = 0;
+    std::uint8_t buffer_pool = 0;  // which pool of the switch buffer holds the frame (admission)
 };
 
 inline packet_meta& meta(rte_mbuf* m) { return *static_cast<packet_meta*>(rte_mbuf_to_priv(m)); }

@@ -1,35 +1,79 @@
-// Stage 4, ingress admission: every queued frame occupies the switch's one shared buffer
-// until it leaves. For now a single static budget, no per-priority-group thresholds: a frame
-// that does not fit is tail-dropped. Dynamic thresholds (Spectrum's alpha), headroom and
-// PFC XOFF/XON will sit here, which is why admission knows the ingress side too.
+// Stage 4, ingress admission: every queued frame is held in the switch's buffer until it leaves,
+// accounted to the priority group (PG) of the port it came in on. A PG holds its reserved bytes
+// first, then shared bytes up to a dynamic threshold (Spectrum's: alpha times the shared pool's
+// free bytes, so the more the pool fills the less each PG may take), then:
+//   - a lossy PG drops (tail drop);
+//   - a lossless PG (a PFC priority) asks its neighbour to pause (XOFF) and takes what is still
+//     in flight into its headroom. Headroom that overflows means the headroom is too small for
+//     the cable and speed: a configuration error, counted as its own drop reason.
+// A lossless PG resumes its neighbour (XON) once its headroom is empty and its shared bytes are
+// two frames below the threshold.
+//
+// Headroom per lossless PG of a port: the bytes that can still arrive after the switch decides to
+// pause, an equivalent of NVIDIA's buffer formula:
+//   2 x max frame (the frame the pause waits behind here, and the one the peer is sending)
+//   + port speed x (2 x cable delay + the port's transmit FIFO + 1 us for the peer to react).
 #pragma once
 
 #include "switch_emu/counters.hpp"
+#include "switch_emu/switch_spec.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace rocefab::switch_emu {
 
+enum class buffer_pool : std::uint8_t { reserved, shared, headroom };
+
 class shared_buffer {
 public:
-    explicit shared_buffer(std::size_t size_bytes) : _size(size_bytes) {}
+    explicit shared_buffer(const switch_spec& spec);
 
-    // Reserves `bytes` for a frame queued on the port `egress` counts for. Refused (and
-    // tail_drops bumped on `egress`) when the buffer would overflow. Keeps egress's
-    // buffer_bytes and buffer_peak_bytes gauges current.
-    bool admit(port_counters& egress, std::uint32_t bytes);
-    // Returns what admit() reserved, when the frame leaves (or is dropped after admission).
-    void release(port_counters& egress, std::uint32_t bytes);
+    enum class verdict : std::uint8_t { admitted, tail_drop, headroom_drop };
+    // Admits `bytes` from `ingress` at switch priority `priority`, saying which pool holds them.
+    // Keeps egress's buffer_bytes and buffer_peak_bytes gauges current.
+    verdict admit(std::uint16_t ingress, std::uint8_t priority, std::uint32_t bytes, port_counters& egress,
+                  buffer_pool& pool);
+    // Returns what admit() took, when the frame leaves (or is dropped after admission).
+    void release(std::uint16_t ingress, std::uint8_t priority, buffer_pool pool, std::uint32_t bytes,
+                 port_counters& egress);
 
-    std::size_t size() const { return _size; }
-    std::size_t in_use() const { return _in_use; }
+    // PFC: whether the lossless PG has reached its threshold (pause the neighbour), and whether
+    // it has drained enough to let the neighbour resume.
+    bool wants_pause(std::uint16_t ingress, std::uint8_t priority) const;
+    bool allows_resume(std::uint16_t ingress, std::uint8_t priority) const;
+    bool lossless(std::uint8_t priority) const { return _lossless & (1u << priority); }
+
+    std::size_t size() const { return _shared_size; }
+    std::size_t in_use() const { return _shared_used + _reserved_used + _headroom_used; }
     std::size_t peak() const { return _peak; }
+    std::uint32_t headroom_of(std::uint16_t port) const { return _headroom[port]; }
+    std::uint32_t headroom_used(std::uint16_t port, std::uint8_t priority) const {
+        return group(port, priority).headroom;
+    }
 
 private:
-    std::size_t _size;
-    std::size_t _in_use = 0;
-    std::size_t _peak = 0;
+    struct priority_group {
+        std::uint32_t reserved = 0, shared = 0, headroom = 0; // bytes held in each pool
+    };
+    priority_group& group(std::uint16_t port, std::uint8_t priority) { return _groups[port * 8u + priority]; }
+    const priority_group& group(std::uint16_t port, std::uint8_t priority) const { return _groups[port * 8u + priority]; }
+    // The most shared bytes a PG may hold now.
+    std::uint64_t threshold() const;
+
+    std::size_t _shared_size;
+    double _alpha;
+    std::uint8_t _lossless;
+    std::uint32_t _reserved_per_group;
+    std::uint32_t _xon_margin; // two frames
+    std::vector<std::uint32_t> _headroom; // per port, for each lossless PG
+    std::vector<priority_group> _groups;
+    std::size_t _shared_used = 0, _reserved_used = 0, _headroom_used = 0, _peak = 0;
 };
+
+// The headroom a lossless PG of this port needs (see above).
+std::uint32_t headroom_bytes(const port_spec& port, sim_time transmit_fifo);
 
 } // namespace rocefab::switch_emu

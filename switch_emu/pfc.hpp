@@ -1,8 +1,12 @@
-// PFC (IEEE 802.1Qbb) as a switch port receives it: a pause frame from the neighbour stops the
-// port's egress for the paused priorities, each for its quanta at the port's speed (a quantum
-// is 512 bit times); a frame with quanta 0 (XON) resumes at once. The scheduler leaves paused
-// priorities' traffic classes out of its choice. Counted per priority as Spectrum's
-// `ethtool -S` shows them: rx_prioN_pause and rx_prioN_pause_duration.
+// PFC (IEEE 802.1Qbb) at a switch port, both ways.
+//   Received: a pause frame from the neighbour stops the port's egress for the paused
+//   priorities, each for its quanta at the port's speed (a quantum is 512 bit times); quanta 0
+//   (XON) resumes at once. The scheduler leaves paused priorities' traffic classes out.
+//   Sent: when admission says a lossless priority group of an ingress port is full, the port
+//   sends XOFF (quanta 0xffff) for that priority, again before it expires while the group stays
+//   full, and XON (quanta 0) once it has drained.
+// Counted per priority as Spectrum's `ethtool -S` shows them: rx_prioN_pause,
+// rx_prioN_pause_duration, tx_prioN_pause, tx_prioN_pause_duration (microseconds).
 #pragma once
 
 #include "dataplane/time.hpp"
@@ -16,15 +20,18 @@ namespace rocefab::switch_emu {
 
 struct priority_counters {
     std::uint64_t rx_pause = 0;             // PFC frames received enabling this priority
-    std::uint64_t rx_pause_duration_us = 0; // time paused, up to the latest pause frame
+    std::uint64_t rx_pause_duration_us = 0; // time paused by the neighbour, up to the latest pause frame
     std::uint64_t tx_pause = 0;             // PFC frames sent for this priority (XOFF and XON)
+    std::uint64_t tx_pause_duration_us = 0; // time the neighbour was asked to pause, up to its XON
 };
 
-class pfc_receiver {
+class pfc_state {
 public:
-    pfc_receiver(const switch_spec& spec);
+    static constexpr std::uint16_t xoff_quanta = 0xffff;
 
-    // A well-formed PFC frame arrived on `port` (its enable vector and the eight timers).
+    explicit pfc_state(const switch_spec& spec);
+
+    // -- received ---------------------------------------------------------------------------
     void on_pause(std::uint16_t port, std::uint8_t enable_vector, const std::array<std::uint16_t, 8>& quanta,
                   sim_time now);
     // Traffic classes of `port` that may not send at `now` (bit t: TC t is paused).
@@ -32,18 +39,32 @@ public:
     // When the earliest pause of `port` among `classes` ends; `never` if none is paused.
     sim_time resume_time(std::uint16_t port, std::uint8_t classes, sim_time now) const;
 
+    // -- sent: the caller sends the frame when these return true ------------------------------
+    bool start_pausing(std::uint16_t port, std::uint8_t priority, sim_time now);
+    bool stop_pausing(std::uint16_t port, std::uint8_t priority, sim_time now);
+    bool pausing(std::uint16_t port, std::uint8_t priority) const { return _ports[port].xoff_since[priority] != never; }
+    // Priorities of `port` whose XOFF must be sent again at `now` (bit p); marks them refreshed.
+    std::uint8_t refresh_due(std::uint16_t port, sim_time now);
+    sim_time next_refresh() const;
+
     const priority_counters& counters(std::uint16_t port, std::uint8_t priority) const {
         return _ports[port].counters[priority];
     }
-    priority_counters& counters(std::uint16_t port, std::uint8_t priority) { return _ports[port].counters[priority]; }
 
 private:
     struct port_state {
         std::array<sim_time, traffic_class_count> paused_since{};
         std::array<sim_time, traffic_class_count> paused_until{}; // <= now: not paused
+        std::array<sim_time, traffic_class_count> xoff_since;     // never: not pausing the neighbour
+        std::array<sim_time, traffic_class_count> refresh_at;
         std::array<priority_counters, traffic_class_count> counters{};
+        port_state() {
+            xoff_since.fill(never);
+            refresh_at.fill(never);
+        }
     };
     std::vector<port_state> _ports;
+    std::vector<sim_time> _refresh_interval; // half an XOFF's pause at the port's speed
     std::vector<std::uint64_t> _speed_bps;
     std::array<std::uint8_t, traffic_class_count> _tc_of_priority;
 };

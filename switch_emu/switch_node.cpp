@@ -18,10 +18,10 @@ switch_spec checked(switch_spec spec) {
 
 switch_node::switch_node(switch_spec spec)
     : node(spec.name, static_cast<std::uint16_t>(spec.ports.size())), _spec(checked(std::move(spec))),
-      _counters(_spec.ports.size()), _router(_spec), _buffer(_spec.buffer_bytes),
+      _counters(_spec.ports.size()), _router(_spec), _buffer(_spec),
       _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames),
       _scheduler(_spec.qos.ets, static_cast<std::uint16_t>(_spec.ports.size())),
-      _congestion(_spec.qos, _spec.random_seed), _pfc_in(_spec) {}
+      _congestion(_spec.qos, _spec.random_seed), _pfc(_spec) {}
 
 void switch_node::drop(rte_mbuf* frame, std::uint16_t port, port_counter reason) {
     _counters[port].bump(reason);
@@ -49,7 +49,7 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
         std::uint8_t enable = 0;
         std::array<std::uint16_t, 8> quanta{};
         if (wire::parse_pfc_frame(frame_bytes(frame), enable, quanta)) {
-            _pfc_in.on_pause(port, enable, quanta, now);
+            _pfc.on_pause(port, enable, quanta, now);
             drain_port(port, now); // an XON may let queued frames go at once
         }
         return drop(frame, port, port_counter::rx_pause_frames); // consumed by the MAC either way
@@ -89,6 +89,8 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
                           sim_time now) {
     port_counters& out = _counters[egress];
     const std::uint8_t tc = meta(frame).traffic_class;
+    const std::uint8_t priority = meta(frame).priority;
+    const std::uint16_t ingress = meta(frame).ingress_port;
     switch (_congestion.decide(tc, _queues.depth_bytes(egress, tc), parsed.ecn)) {
     case congestion_verdict::pass: break;
     case congestion_verdict::mark:
@@ -99,17 +101,33 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
         break;
     case congestion_verdict::drop: return drop(frame, egress, port_counter::wred_drops);
     }
-    if (!_buffer.admit(out, length)) {
-        rte_pktmbuf_free(frame);
-        return;
+    buffer_pool pool;
+    switch (_buffer.admit(ingress, priority, length, out, pool)) {
+    case shared_buffer::verdict::admitted: break;
+    case shared_buffer::verdict::tail_drop: rte_pktmbuf_free(frame); return; // counted on egress
+    case shared_buffer::verdict::headroom_drop: return drop(frame, ingress, port_counter::headroom_drops);
     }
+    meta(frame).buffer_pool = static_cast<std::uint8_t>(pool);
+    if (_buffer.wants_pause(ingress, priority) && _pfc.start_pausing(ingress, priority, now))
+        send_pfc(ingress, priority, pfc_state::xoff_quanta, now);
     if (!_queues.enqueue(egress, meta(frame).traffic_class, frame)) {
         // The ring is the buffer's frame-count limit: to the user it is the same tail drop.
-        _buffer.release(out, length);
+        _buffer.release(ingress, priority, pool, length, out);
         return drop(frame, egress, port_counter::tail_drops);
     }
     // An idle link starts sending at once, as a real port would; a busy one waits for poll().
     drain_port(egress, now);
+}
+
+void switch_node::send_pfc(std::uint16_t port, std::uint8_t priority, std::uint16_t quanta, sim_time now) {
+    rte_mbuf* frame = allocate_frame();
+    if (!frame) return; // the pool is empty; a refresh or the next XON/XOFF decision tries again
+    auto* data = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(frame, wire::pfc_frame_length));
+    std::array<std::uint16_t, 8> quanta_of{};
+    quanta_of[priority] = quanta;
+    wire::write_pfc_frame(data, _spec.ports[port].mac, static_cast<std::uint8_t>(1u << priority), quanta_of);
+    meta(frame) = packet_meta{};
+    transmit(port, frame, now);
 }
 
 nlohmann::json switch_node::counters_json() const {

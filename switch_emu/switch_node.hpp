@@ -42,11 +42,12 @@ public:
     void for_each_counter(std::uint16_t port, Callback&& f) const {
         _counters[port].for_each(f);
         for (std::uint8_t p = 0; p < traffic_class_count; ++p) {
-            const priority_counters& c = _pfc_in.counters(port, p);
+            const priority_counters& c = _pfc.counters(port, p);
             const std::string prio = "prio" + std::to_string(p);
             f("rx_" + prio + "_pause", c.rx_pause);
             f("rx_" + prio + "_pause_duration", c.rx_pause_duration_us);
             f("tx_" + prio + "_pause", c.tx_pause);
+            f("tx_" + prio + "_pause_duration", c.tx_pause_duration_us);
         }
     }
     // {"name", "buffer": {"size_bytes", "in_use_bytes", "peak_bytes"},
@@ -54,15 +55,18 @@ public:
     nlohmann::json counters_json() const;
 
     const priority_counters& pfc_counters(std::uint16_t port, std::uint8_t priority) const {
-        return _pfc_in.counters(port, priority);
+        return _pfc.counters(port, priority);
     }
     std::uint32_t queue_depth_frames(std::uint16_t port, std::uint8_t tc) const { return _queues.depth_frames(port, tc); }
     std::size_t buffer_in_use() const { return _buffer.in_use(); }
+    const shared_buffer& buffer() const { return _buffer; }
 
 private:
     // The transmit stage (transmit.cpp): sends from `port` while its link is idle.
     bool drain_port(std::uint16_t port, sim_time now);
     void drop(rte_mbuf* frame, std::uint16_t port, port_counter reason);
+    // Sends a PFC frame out of `port` for `priority` (0xffff quanta: XOFF, 0: XON).
+    void send_pfc(std::uint16_t port, std::uint8_t priority, std::uint16_t quanta, sim_time now);
     // Ingress admission and egress queueing of a frame whose port is chosen.
     void enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t egress, std::uint32_t length, sim_time now);
     const neighbour_spec* find_neighbour(const wire::mac_address& mac) const;
@@ -74,7 +78,7 @@ private:
     egress_queues _queues;
     ets_scheduler _scheduler;
     congestion_control _congestion;
-    pfc_receiver _pfc_in;
+    pfc_state _pfc;
     sim_time _latest = 0; // the latest time receive() or poll() ran at, for next_deadline()
 };
 

@@ -21,6 +21,8 @@ struct port_spec {
     wire::mac_address mac;    // the routed port's own MAC: frames to it are routed
     std::uint64_t speed_bps;  // reported; the link the driver attaches does the shaping
     std::uint32_t mtu;        // IP MTU (L3 length, Ethernet header excluded), as `ip link` shows it
+    // One-way delay of the cable to the neighbour (5 ns a metre of fibre): sizes PFC headroom.
+    sim_time cable_delay = 500; // NVUE's default cable-length, 100 m
 };
 
 struct route_spec {
@@ -93,7 +95,11 @@ struct switch_spec {
     std::vector<port_spec> ports;
     std::vector<route_spec> routes;
     std::vector<neighbour_spec> neighbours;
-    std::size_t buffer_bytes = 16 * 1024 * 1024; // shared egress buffer, Spectrum-2 class
+    std::size_t buffer_bytes = 16 * 1024 * 1024; // the shared pool, Spectrum-2 class
+    // Dynamic threshold: a priority group may hold up to alpha x the shared pool's free bytes.
+    double buffer_alpha = 1.0;
+    // Bytes each priority group of each port may hold whatever the shared pool's state.
+    std::uint32_t reserved_bytes_per_group = 0;
     qos_spec qos;
     // Frames each (port, TC) FIFO can hold; rounded up to a power of two. The byte budget above
     // is what normally limits a queue: this only bounds the ring allocated at construction.

@@ -11,14 +11,18 @@ namespace rocefab::switch_emu {
 bool switch_node::drain_port(std::uint16_t port, sim_time now) {
     bool sent_any = false;
     // Bounded by the queue contents: even a link that never reports busy cannot loop us forever.
-    const std::uint8_t paused = _pfc_in.paused_classes(port, now);
+    const std::uint8_t paused = _pfc.paused_classes(port, now);
     while (busy_until(port) <= now + _spec.transmit_fifo) {
         const std::optional<std::uint8_t> tc = _scheduler.pick(port, _queues.backlog(port) & ~paused);
         if (!tc) break;
         rte_mbuf* frame = _queues.dequeue(port, *tc);
         const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
         port_counters& out = _counters[port];
-        _buffer.release(out, length);
+        const packet_meta m = meta(frame);
+        _buffer.release(m.ingress_port, m.priority, static_cast<buffer_pool>(m.buffer_pool), length, out);
+        if (_pfc.pausing(m.ingress_port, m.priority) && _buffer.allows_resume(m.ingress_port, m.priority) &&
+            _pfc.stop_pausing(m.ingress_port, m.priority, now))
+            send_pfc(m.ingress_port, m.priority, 0, now);
         _scheduler.sent(port, *tc, length);
         out.bump(port_counter::tx_packets);
         out.bump(port_counter::tx_bytes, length);
@@ -31,21 +35,28 @@ bool switch_node::drain_port(std::uint16_t port, sim_time now) {
 bool switch_node::poll(sim_time now) {
     _latest = std::max(_latest, now);
     bool did_work = false;
+    // XOFFs about to expire while their group is still full are sent again.
+    if (_pfc.next_refresh() <= now) {
+        for (std::uint16_t port = 0; port < port_count(); ++port)
+            for (std::uint8_t due = _pfc.refresh_due(port, now), p = 0; due; due >>= 1, ++p)
+                if (due & 1) send_pfc(port, p, pfc_state::xoff_quanta, now);
+        did_work = true;
+    }
     for (std::uint16_t port = 0; port < port_count(); ++port)
         if (_queues.backlog(port) != 0) did_work |= drain_port(port, now);
     return did_work;
 }
 
 sim_time switch_node::next_deadline() const {
-    sim_time earliest = never;
+    sim_time earliest = _pfc.next_refresh();
     for (std::uint16_t port = 0; port < port_count(); ++port) {
         const std::uint8_t backlog = _queues.backlog(port);
         if (backlog == 0) continue;
         // A port whose every backlogged class is paused by PFC waits for the first to resume.
         const sim_time free = busy_until(port) - _spec.transmit_fifo;
-        const sim_time unpaused = backlog & ~_pfc_in.paused_classes(port, _latest)
+        const sim_time unpaused = backlog & ~_pfc.paused_classes(port, _latest)
                                       ? free
-                                      : std::max(free, _pfc_in.resume_time(port, backlog, _latest));
+                                      : std::max(free, _pfc.resume_time(port, backlog, _latest));
         earliest = std::min(earliest, unpaused);
     }
     return earliest;

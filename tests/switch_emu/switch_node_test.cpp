@@ -804,6 +804,7 @@ TEST_F(switch_pipeline, full_shared_buffer_tail_drops_and_tracks_occupancy_per_p
     const auto bytes = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.payload = 200});
     auto spec = test_spec();
     spec.buffer_bytes = 3 * bytes.size();
+    spec.buffer_alpha = 1000; // no dynamic limit: one group may fill the pool
     build(spec);
     sink->set_busy_until(1, 1000);
     for (int i = 0; i < 5; ++i) send(bytes);
@@ -826,6 +827,87 @@ TEST_F(switch_pipeline, full_shared_buffer_tail_drops_and_tracks_occupancy_per_p
 
     send(ipv4_udp_frame(host_ip, ipv4("10.1.0.1"), {.payload = 200}), 1000);
     EXPECT_EQ(sink->sent.size(), 4u) << "space is back once the queue drains";
+}
+
+// Spectrum's dynamic threshold: a priority group may hold alpha x the free shared bytes, so with
+// alpha 1 a single lossy group stops at half the pool, and a second group still finds room.
+TEST_F(switch_pipeline, a_lossy_group_stops_at_its_dynamic_threshold_and_leaves_room_for_others) {
+    const auto bytes = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.payload = 958}); // 1000 B
+    ASSERT_EQ(bytes.size(), 1000u);
+    auto spec = test_spec();
+    spec.buffer_bytes = 100'000;
+    build(spec);
+    sink->set_busy_until(1, 1'000'000);
+    for (int i = 0; i < 100; ++i) send(bytes, i, 0);
+    EXPECT_EQ(sw->queue_depth_frames(1, 0), 50u); // 50 000 held, 50 000 free: the limit
+    EXPECT_EQ(count(1, port_counter::tail_drops), 50u);
+    // The same priority from another port is another group: it takes alpha x what is left.
+    const auto from_port_3 = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.destination_mac = port_mac(3), .payload = 958});
+    for (int i = 0; i < 100; ++i) send(from_port_3, 200 + i, 3);
+    EXPECT_EQ(sw->queue_depth_frames(1, 0), 50u + 25u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PFC sent: a lossless group that fills pauses its neighbour, takes the rest into headroom, and
+// resumes it once drained
+
+TEST_F(switch_pipeline, a_full_lossless_group_sends_xoff_uses_headroom_and_sends_xon_when_drained) {
+    const auto bytes = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26, .payload = 958});
+    auto spec = test_spec();
+    spec.buffer_bytes = 100'000;
+    build(spec);
+    sink->set_busy_until(1, 1'000'000);
+    const std::uint32_t headroom = sw->buffer().headroom_of(0);
+    // 2 x (9000 + 42) + 100 Gb/s x (2 x 500 ns + 1 us) = 18 084 + 25 000
+    EXPECT_EQ(headroom, 43'084u);
+    for (int i = 0; i < 60; ++i) send(bytes, i, 0);
+    // 50 frames reach the threshold; the 51st goes to headroom and XOFF goes out of port 0.
+    EXPECT_EQ(sw->queue_depth_frames(1, 3), 60u);
+    EXPECT_EQ(count(1, port_counter::tail_drops), 0u);
+    EXPECT_EQ(sw->buffer().headroom_used(0, 3), 10'000u);
+    ASSERT_EQ(sink->sent.size(), 1u);
+    EXPECT_EQ(sink->sent[0].port, 0);
+    std::uint8_t enable = 0;
+    std::array<std::uint16_t, 8> quanta{};
+    ASSERT_TRUE(wire::parse_pfc_frame(sink->sent[0].bytes, enable, quanta));
+    EXPECT_EQ(enable, 1u << 3);
+    EXPECT_EQ(quanta[3], 0xffff);
+    EXPECT_EQ(sw->pfc_counters(0, 3).tx_pause, 1u);
+
+    // Past the headroom, a lossless frame is dropped and counted as a headroom overflow.
+    for (int i = 0; i < 40; ++i) send(bytes, 100 + i, 0);
+    EXPECT_EQ(sw->buffer().headroom_used(0, 3), 43'000u);
+    EXPECT_EQ(count(0, port_counter::headroom_drops), 7u);
+    EXPECT_EQ(count(1, port_counter::tail_drops), 0u);
+
+    // Draining: XON once the headroom is empty and the group two frames below its threshold.
+    sink->set_busy_until(1, 0);
+    sw->poll(1'000); // before the XOFF would be refreshed
+    std::vector<std::size_t> pfc_at;
+    for (std::size_t i = 0; i < sink->sent.size(); ++i)
+        if (sink->sent[i].port == 0) pfc_at.push_back(i);
+    ASSERT_EQ(pfc_at.size(), 2u);
+    ASSERT_TRUE(wire::parse_pfc_frame(sink->sent[pfc_at[1]].bytes, enable, quanta));
+    EXPECT_EQ(quanta[3], 0); // XON
+    EXPECT_EQ(sw->pfc_counters(0, 3).tx_pause, 2u);
+    EXPECT_EQ(sw->buffer_in_use(), 0u);
+}
+
+TEST_F(switch_pipeline, an_xoff_is_refreshed_before_it_expires_while_the_group_stays_full) {
+    const auto bytes = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26, .payload = 958});
+    auto spec = test_spec();
+    spec.buffer_bytes = 100'000;
+    build(spec);
+    sink->set_busy_until(1, 10'000'000);
+    for (int i = 0; i < 60; ++i) send(bytes, i, 0);
+    ASSERT_EQ(sw->pfc_counters(0, 3).tx_pause, 1u);
+    // 0xffff quanta at 100 Gb/s last 335.5 us; the XOFF is sent again after half of that.
+    const sim_time half = wire::pause_quanta_to_time(0xffff, hundred_gig) / 2;
+    // The 51st frame (sent at t = 50) found the group full.
+    EXPECT_EQ(sw->next_deadline(), 50 + half);
+    sw->poll(50 + half);
+    EXPECT_EQ(sw->pfc_counters(0, 3).tx_pause, 2u);
+    EXPECT_EQ(sw->next_deadline(), 50 + 2 * half);
 }
 
 TEST_F(switch_pipeline, full_queue_ring_tail_drops_and_returns_the_buffer) {
@@ -862,7 +944,7 @@ TEST_F(switch_pipeline, counters_are_listed_by_name_for_every_port) {
         names.emplace_back(name);
         if (name == "rx_packets") rx_packets = value;
     });
-    EXPECT_EQ(names.size(), port_counter_count + 3 * traffic_class_count); // and rx/tx PFC per priority
+    EXPECT_EQ(names.size(), port_counter_count + 4 * traffic_class_count); // and rx/tx PFC per priority
     EXPECT_EQ(names.front(), "rx_packets");
     EXPECT_EQ(rx_packets, 1u);
     EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size()) << "names are unique";
