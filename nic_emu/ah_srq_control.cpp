@@ -37,7 +37,7 @@ int nic_node::create_ah(std::uint32_t context, std::uint32_t pd, const ibv_ah_at
     h.destination_gid = dgid;
     h.dscp = attr.grh.traffic_class >> 2;
     h.ecn = _spec.ecn;
-    h.hop_limit = attr.grh.hop_limit;
+    h.hop_limit = resolved_hop_limit(dgid, attr.grh.hop_limit);
     h.flow_label = attr.grh.flow_label;
     h.pkey = 0xffff;
     _ahs[ah.handle] = ah;

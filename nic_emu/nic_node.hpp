@@ -170,6 +170,14 @@ private:
     // A send WQE failed: RC goes to ERR, UC and UD to SQE (IBA 10.3.1).
     void fail_send_queue(queue_pair& qp);
     bool flush_send_queue(queue_pair& qp);
+    // The IP TTL / hop limit of packets to `dgid`. Like the kernel's ib_resolve_eth_dmac(), which
+    // replaces the hop limit a program gives (ibv_rc_pingpong asks for 1) with the host route's
+    // for a unicast RoCEv2 destination: 64, Linux's default. Multicast keeps the requested one.
+    static std::uint8_t resolved_hop_limit(const wire::ipv6_address& dgid, std::uint8_t requested) {
+        const bool multicast = dgid.bytes[0] == 0xff || (dgid.bytes[10] == 0xff && dgid.bytes[11] == 0xff &&
+                                                         (dgid.bytes[12] & 0xf0) == 0xe0);
+        return multicast ? requested : 64;
+    }
     // Retires the WQE at sq_retired (the oldest), keeping the requester off it.
     void retire_oldest(queue_pair& qp);
     void retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now);

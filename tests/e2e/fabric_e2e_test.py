@@ -176,6 +176,36 @@ class capture_and_tshark(fabric_case):
         self.assertNotIn("Expert Info (Warning", verbose.stdout)
 
 
+class leaf_spine(fabric_case):
+    config = os.path.join(SOURCE, "configs", "leaf-spine.yaml")
+
+    def test_rc_pingpong_crosses_leaf_spine_leaf_with_ecmp_between_the_spines(self):
+        """h1 (leaf1) to h8 (leaf4): routed twice, the packets' TTL is the host route's, not the 1
+        ibv_rc_pingpong asks for (as the kernel's RoCE address resolution does)."""
+        port = str(free_tcp_port())
+        args = ["-d", "rfab0", "-g", "1", "-n", "200", "-p", port]
+        server = self.start_on("h8", "ibv_rc_pingpong", *args)
+        client = None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            client = self.run_on("h1", "ibv_rc_pingpong", *args, "127.0.0.1")
+            if "Couldn't connect" not in client.stderr + client.stdout:
+                break
+            time.sleep(0.2)
+        server_out, server_err = server.communicate(timeout=120)
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(server.returncode, 0, server_out + server_err)
+        switches = {s["name"]: {p["port"]: p for p in s["ports"]} for s in self.counters()["switches"]}
+        self.assertGreater(switches["leaf1"]["swp31"]["tx_packets"] + switches["leaf1"]["swp32"]["tx_packets"], 0)
+        for name, ports in switches.items():
+            for port_name, p in ports.items():
+                self.assertEqual(p["drops_ttl_expired"], 0, name + "/" + port_name)
+        # The two directions of the connection hash onto the spines independently; across the
+        # spines together every packet crossed one.
+        spines = sum(p["tx_packets"] for s in ("spine1", "spine2") for p in switches[s].values())
+        self.assertGreaterEqual(spines, 2 * 200)
+
+
 class robustness(fabric_case):
     def test_a_program_killed_mid_transfer_leaves_the_daemon_serving_and_frees_its_objects(self):
         port = str(free_tcp_port())

@@ -22,6 +22,31 @@ TEST(config_files, two_hosts_loads_with_both_hosts_on_sw1) {
     EXPECT_EQ(fabric.routes[0].size(), 2u);
 }
 
+TEST(config_files, leaf_spine_has_two_spines_four_leaves_eight_hosts_and_ecmp_between_leaves) {
+    topology fabric;
+    config_error error;
+    ASSERT_TRUE(load_topology(source_root + "/configs/leaf-spine.yaml", fabric, error)) << error.to_string();
+    ASSERT_EQ(fabric.switches.size(), 6u);
+    EXPECT_EQ(fabric.hosts.size(), 8u);
+    EXPECT_EQ(fabric.switches[2].name, "leaf1");
+    EXPECT_EQ(fabric.switches[2].ports.size(), 4u); // two hosts, two spines
+    // leaf1 reaches another leaf's subnet over both spines.
+    bool ecmp = false;
+    for (const auto& r : fabric.routes[2])
+        if (r.destination.to_string() == "10.0.4.2/32") ecmp = r.egress_ports.size() == 2; // h8
+    EXPECT_TRUE(ecmp);
+    EXPECT_EQ(fabric.switches[0].qos.lossless_priorities, 1u << 3);
+}
+
+TEST(config_files, incast_has_nine_hosts_on_10g_links_and_the_lossless_profile) {
+    topology fabric;
+    config_error error;
+    ASSERT_TRUE(load_topology(source_root + "/configs/incast.yaml", fabric, error)) << error.to_string();
+    EXPECT_EQ(fabric.hosts.size(), 9u);
+    EXPECT_EQ(fabric.links[0].params.speed_bps, 10'000'000'000u);
+    EXPECT_EQ(fabric.switches[0].qos.lossless_priorities, 1u << 3);
+}
+
 struct bad_file {
     const char* name;
     int line;
