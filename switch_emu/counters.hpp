@@ -27,6 +27,9 @@ namespace rocefab::switch_emu {
     X(drops_mtu_exceeded)  /* egress: IP length over the egress port's MTU; no fragmentation */           \
     X(tail_drops)          /* egress: shared buffer or queue full (tc_no_buffer_discard_uc) */            \
     X(headroom_drops)      /* ingress: lossless PG over its headroom: the headroom is too small */       \
+    X(pfc_wd_storms)       /* egress: queues the PFC watchdog declared stormed (storm detected) */       \
+    X(pfc_wd_restores)     /* egress: stormed queues restored once the pauses stopped */                 \
+    X(watchdog_drops)      /* egress: frames of a stormed queue dropped (action drop) */                 \
     X(ecn_marked)          /* egress: ECN-capable packets marked CE on enqueue (ecn_marked) */            \
     X(wred_drops)          /* egress: not ECN-capable, lossy class, queue above max (wred_discard) */     \
     X(buffer_bytes)        /* egress: gauge, bytes this port holds in the shared buffer now */            \

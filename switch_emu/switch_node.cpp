@@ -21,7 +21,7 @@ switch_node::switch_node(switch_spec spec)
       _counters(_spec.ports.size()), _router(_spec), _buffer(_spec),
       _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames),
       _scheduler(_spec.qos.ets, static_cast<std::uint16_t>(_spec.ports.size())),
-      _congestion(_spec.qos, _spec.random_seed), _pfc(_spec) {}
+      _congestion(_spec.qos, _spec.random_seed), _pfc(_spec), _watchdog(_spec) {}
 
 void switch_node::drop(rte_mbuf* frame, std::uint16_t port, port_counter reason) {
     _counters[port].bump(reason);
@@ -50,6 +50,7 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
         std::array<std::uint16_t, 8> quanta{};
         if (wire::parse_pfc_frame(frame_bytes(frame), enable, quanta)) {
             _pfc.on_pause(port, enable, quanta, now);
+            _watchdog.arm(now);
             drain_port(port, now); // an XON may let queued frames go at once
         }
         return drop(frame, port, port_counter::rx_pause_frames); // consumed by the MAC either way
@@ -91,6 +92,8 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     const std::uint8_t tc = meta(frame).traffic_class;
     const std::uint8_t priority = meta(frame).priority;
     const std::uint16_t ingress = meta(frame).ingress_port;
+    if ((_watchdog.stormed(egress) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop)
+        return drop(frame, egress, port_counter::watchdog_drops);
     switch (_congestion.decide(tc, _queues.depth_bytes(egress, tc), parsed.ecn)) {
     case congestion_verdict::pass: break;
     case congestion_verdict::mark:

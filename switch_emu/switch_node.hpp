@@ -9,6 +9,7 @@
 #include "switch_emu/counters.hpp"
 #include "switch_emu/egress_queue.hpp"
 #include "switch_emu/pfc.hpp"
+#include "switch_emu/pfc_watchdog.hpp"
 #include "switch_emu/route.hpp"
 #include "switch_emu/scheduler.hpp"
 #include "switch_emu/switch_spec.hpp"
@@ -65,6 +66,11 @@ private:
     // The transmit stage (transmit.cpp): sends from `port` while its link is idle.
     bool drain_port(std::uint16_t port, sim_time now);
     void drop(rte_mbuf* frame, std::uint16_t port, port_counter reason);
+    // A frame leaves the buffer (sent or discarded): its group's bytes are returned, and its
+    // ingress neighbour resumed if the group has drained.
+    void release_frame(rte_mbuf* frame, std::uint16_t egress, sim_time now);
+    // The PFC watchdog's poll (pfc_watchdog.hpp).
+    void poll_watchdog(sim_time now);
     // Sends a PFC frame out of `port` for `priority` (0xffff quanta: XOFF, 0: XON).
     void send_pfc(std::uint16_t port, std::uint8_t priority, std::uint16_t quanta, sim_time now);
     // Ingress admission and egress queueing of a frame whose port is chosen.
@@ -79,6 +85,7 @@ private:
     ets_scheduler _scheduler;
     congestion_control _congestion;
     pfc_state _pfc;
+    pfc_watchdog _watchdog;
     sim_time _latest = 0; // the latest time receive() or poll() ran at, for next_deadline()
 };
 

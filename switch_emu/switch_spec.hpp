@@ -68,6 +68,17 @@ struct congestion_spec {
     std::uint8_t probability_percent = 100;
 };
 
+// Cumulus `qos pfc-watchdog` (pfc_watchdog.hpp): polling every 100 ms, a storm declared after
+// 3 polls in a row, dropping, as NVIDIA's defaults.
+enum class pfc_watchdog_action : std::uint8_t { drop, forward, alert };
+
+struct pfc_watchdog_spec {
+    bool enabled = true;
+    sim_time polling_interval = 100'000'000; // 100 ms
+    std::uint8_t robustness = 3;
+    pfc_watchdog_action action = pfc_watchdog_action::drop;
+};
+
 struct qos_spec {
     trust_mode trust = trust_mode::dscp;
     std::array<std::uint8_t, 64> dscp_to_priority = default_dscp_to_priority();
@@ -80,6 +91,7 @@ struct qos_spec {
         congestion_spec{true}, {}, {}, congestion_spec{true}, {}, {}, {}, {}};
     // Priorities PFC keeps lossless (the RoCE default: 3). Their classes never drop for WRED.
     std::uint8_t lossless_priorities = 1u << 3;
+    pfc_watchdog_spec pfc_watchdog;
 };
 
 // A host's MAC behind one of the switch's ports: frames to it are bridged there unchanged

@@ -11,18 +11,15 @@ namespace rocefab::switch_emu {
 bool switch_node::drain_port(std::uint16_t port, sim_time now) {
     bool sent_any = false;
     // Bounded by the queue contents: even a link that never reports busy cannot loop us forever.
-    const std::uint8_t paused = _pfc.paused_classes(port, now);
+    std::uint8_t paused = _pfc.paused_classes(port, now);
+    if (_watchdog.action() == pfc_watchdog_action::forward) paused &= static_cast<std::uint8_t>(~_watchdog.stormed(port));
     while (busy_until(port) <= now + _spec.transmit_fifo) {
         const std::optional<std::uint8_t> tc = _scheduler.pick(port, _queues.backlog(port) & ~paused);
         if (!tc) break;
         rte_mbuf* frame = _queues.dequeue(port, *tc);
         const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
         port_counters& out = _counters[port];
-        const packet_meta m = meta(frame);
-        _buffer.release(m.ingress_port, m.priority, static_cast<buffer_pool>(m.buffer_pool), length, out);
-        if (_pfc.pausing(m.ingress_port, m.priority) && _buffer.allows_resume(m.ingress_port, m.priority) &&
-            _pfc.stop_pausing(m.ingress_port, m.priority, now))
-            send_pfc(m.ingress_port, m.priority, 0, now);
+        release_frame(frame, port, now);
         _scheduler.sent(port, *tc, length);
         out.bump(port_counter::tx_packets);
         out.bump(port_counter::tx_bytes, length);
@@ -32,9 +29,43 @@ bool switch_node::drain_port(std::uint16_t port, sim_time now) {
     return sent_any;
 }
 
+void switch_node::release_frame(rte_mbuf* frame, std::uint16_t egress, sim_time now) {
+    const packet_meta& m = meta(frame);
+    _buffer.release(m.ingress_port, m.priority, static_cast<buffer_pool>(m.buffer_pool), rte_pktmbuf_pkt_len(frame),
+                    _counters[egress]);
+    if (_pfc.pausing(m.ingress_port, m.priority) && _buffer.allows_resume(m.ingress_port, m.priority) &&
+        _pfc.stop_pausing(m.ingress_port, m.priority, now))
+        send_pfc(m.ingress_port, m.priority, 0, now);
+}
+
+void switch_node::poll_watchdog(sim_time now) {
+    for (std::uint16_t port = 0; port < port_count(); ++port) {
+        const auto e = _watchdog.poll_port(port, _pfc.paused_classes(port, now), _queues.backlog(port));
+        port_counters& c = _counters[port];
+        for (unsigned tc = 0; tc < traffic_class_count; ++tc) {
+            if (e.restored & (1u << tc)) c.bump(port_counter::pfc_wd_restores);
+            if (!(e.stormed & (1u << tc))) continue;
+            c.bump(port_counter::pfc_wd_storms);
+            if (_watchdog.action() != pfc_watchdog_action::drop) continue;
+            // The stormed queue lets go of what it holds, and with it the buffer its ingress
+            // groups were pausing their own neighbours for.
+            while (rte_mbuf* frame = _queues.dequeue(port, static_cast<std::uint8_t>(tc))) {
+                release_frame(frame, port, now);
+                c.bump(port_counter::watchdog_drops);
+                rte_pktmbuf_free(frame);
+            }
+        }
+    }
+    _watchdog.polled(now);
+}
+
 bool switch_node::poll(sim_time now) {
     _latest = std::max(_latest, now);
     bool did_work = false;
+    if (_watchdog.next_poll() <= now) {
+        poll_watchdog(now);
+        did_work = true;
+    }
     // XOFFs about to expire while their group is still full are sent again.
     if (_pfc.next_refresh() <= now) {
         for (std::uint16_t port = 0; port < port_count(); ++port)
@@ -48,7 +79,7 @@ bool switch_node::poll(sim_time now) {
 }
 
 sim_time switch_node::next_deadline() const {
-    sim_time earliest = _pfc.next_refresh();
+    sim_time earliest = std::min(_pfc.next_refresh(), _watchdog.next_poll());
     for (std::uint16_t port = 0; port < port_count(); ++port) {
         const std::uint8_t backlog = _queues.backlog(port);
         if (backlog == 0) continue;

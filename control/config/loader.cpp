@@ -439,7 +439,7 @@ private:
         if (node.IsScalar()) return load_qos_preset(node, path);
         const mapping m = expect_map(node, path,
                                      {"preset", "mapping", "egress-queue-mapping", "pfc", "egress-scheduler",
-                                      "congestion-control"});
+                                      "congestion-control", "pfc-watchdog"});
         qos_spec qos;
         if (const entry* e = m.find("preset")) qos = load_qos_preset(e->value, m.child_path("preset"));
         if (const entry* e = m.find("mapping")) {
@@ -505,6 +505,38 @@ private:
             if (shares > 100)
                 fail(e->value, m.child_path("egress-scheduler"),
                      "the DWRR traffic classes' bw-percent add up to " + std::to_string(shares) + "; at most 100");
+        }
+        if (const entry* e = m.find("pfc-watchdog")) {
+            const std::string at = m.child_path("pfc-watchdog");
+            const mapping wd = expect_map(e->value, at, {"state", "polling-interval", "robustness", "action"});
+            pfc_watchdog_spec& w = qos.pfc_watchdog;
+            if (const entry* v = wd.find("state")) {
+                const std::string state = expect_scalar(v->value, at + ".state", "enable");
+                if (state != "enable" && state != "disable")
+                    fail(v->value, at + ".state", "expected enable or disable, got '" + state + "'");
+                w.enabled = state == "enable";
+            }
+            if (const entry* v = wd.find("polling-interval")) {
+                const std::string text = expect_scalar(v->value, at + ".polling-interval", "100ms");
+                const auto interval = parse_duration(text);
+                if (!interval || *interval < 1'000'000 || *interval > 10'000'000'000)
+                    fail(v->value, at + ".polling-interval",
+                         "bad polling-interval '" + text + "'; expected a duration from 1ms to 10000ms (e.g. 100ms)");
+                w.polling_interval = *interval;
+            }
+            if (const entry* v = wd.find("robustness"))
+                w.robustness = static_cast<std::uint8_t>(load_whole(v->value, at + ".robustness", 1, 100, "robustness"));
+            if (const entry* v = wd.find("action")) {
+                const std::string action = expect_scalar(v->value, at + ".action", "drop");
+                if (action == "drop")
+                    w.action = pfc_watchdog_action::drop;
+                else if (action == "forward")
+                    w.action = pfc_watchdog_action::forward;
+                else if (action == "alert")
+                    w.action = pfc_watchdog_action::alert;
+                else
+                    fail(v->value, at + ".action", "unknown action '" + action + "'; expected drop, forward or alert");
+            }
         }
         if (const entry* e = m.find("congestion-control")) {
             const mapping map = expect_class_map(e->value, m.child_path("congestion-control"));

@@ -22,6 +22,7 @@
 //       pfc: { switch-priority: [3] }                 the lossless priorities ([] for none)
 //       egress-scheduler: { 0: { mode: dwrr, bw-percent: 50 }, 6: { mode: strict } }      per traffic class
 //       congestion-control: { 3: { ecn: enable, min-threshold: 150000, max-threshold: 1500000, probability: 100 } }
+//       pfc-watchdog: { state: enable, polling-interval: 100ms, robustness: 3, action: drop }   or forward, alert
 // Unknown keys are errors at every level (a misspelt `sped:` must not silently fall back to a default).
 #pragma once
 

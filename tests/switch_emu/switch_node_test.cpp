@@ -682,6 +682,81 @@ TEST_F(switch_pipeline, an_xon_resumes_at_once_and_the_pause_duration_is_counted
 }
 
 // ---------------------------------------------------------------------------------------------
+// PFC watchdog
+
+// The neighbour on port 1 keeps priority 3 paused, refreshing before each pause ends, from 0
+// until `until`; the switch is polled all along. Returns the time reached.
+sim_time storm(switch_node& sw, sim_time from, sim_time until, const std::vector<std::uint8_t>& xoff) {
+    sim_time t = from;
+    for (; t < until; t += 200'000) { // every 200 us; a 0xffff pause lasts 335 us at 100G
+        rte_mbuf* m = rocefab::testing::make_frame(xoff);
+        sw.receive(1, m, t);
+        sw.poll(t);
+    }
+    return t;
+}
+
+void run_quietly(switch_node& sw, sim_time from, sim_time until) {
+    for (sim_time t = from; t <= until; t += 1'000'000) sw.poll(t);
+}
+
+TEST_F(switch_pipeline, a_queue_paused_for_three_polls_is_stormed_dropped_and_restored_when_the_pauses_stop) {
+    build();
+    EXPECT_EQ(sw->next_deadline(), never); // no pause, no watchdog timer
+    const auto xoff = pfc_frame(1u << 3, 0xffff);
+    storm(*sw, 0, 1, xoff); // paused from the start
+    for (int i = 0; i < 5; ++i) send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26}), 1);
+    sim_time t = storm(*sw, 200'000, milliseconds(299), xoff);
+    EXPECT_EQ(count(1, port_counter::pfc_wd_storms), 0u); // polls at 100 and 200 ms so far
+    EXPECT_EQ(sw->queue_depth_frames(1, 3), 5u);
+    t = storm(*sw, t, milliseconds(301), xoff); // the poll at 300 ms: the third in a row
+    EXPECT_EQ(count(1, port_counter::pfc_wd_storms), 1u);
+    EXPECT_EQ(count(1, port_counter::watchdog_drops), 5u);
+    EXPECT_EQ(sw->queue_depth_frames(1, 3), 0u);
+    EXPECT_EQ(sw->buffer_in_use(), 0u);
+    // While stormed, what arrives for the queue is dropped; other classes go on.
+    send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26}), t);
+    send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 0}), t);
+    EXPECT_EQ(count(1, port_counter::watchdog_drops), 6u);
+    ASSERT_EQ(sink->sent.size(), 1u);
+    EXPECT_EQ(sink->sent[0].traffic_class, 0);
+    // The pauses stop at 400 ms; three quiet polls later the queue is restored.
+    t = storm(*sw, t, milliseconds(400), xoff);
+    run_quietly(*sw, t, milliseconds(650));
+    EXPECT_EQ(count(1, port_counter::pfc_wd_restores), 0u);
+    run_quietly(*sw, milliseconds(650), milliseconds(750));
+    EXPECT_EQ(count(1, port_counter::pfc_wd_restores), 1u);
+    send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26}), milliseconds(751));
+    ASSERT_EQ(sink->sent.size(), 2u);
+    EXPECT_EQ(sink->sent[1].traffic_class, 3);
+    EXPECT_EQ(sw->next_deadline(), never); // nothing paused or stormed: the watchdog sleeps
+}
+
+TEST_F(switch_pipeline, the_forward_action_sends_a_stormed_queue_despite_the_pauses) {
+    switch_spec spec = test_spec();
+    spec.qos.pfc_watchdog.action = pfc_watchdog_action::forward;
+    build(spec);
+    storm(*sw, 0, 1, pfc_frame(1u << 3, 0xffff));
+    for (int i = 0; i < 5; ++i) send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26}), 1);
+    EXPECT_TRUE(sink->sent.empty());
+    storm(*sw, 200'000, milliseconds(301), pfc_frame(1u << 3, 0xffff));
+    EXPECT_EQ(count(1, port_counter::pfc_wd_storms), 1u);
+    EXPECT_EQ(count(1, port_counter::watchdog_drops), 0u);
+    EXPECT_EQ(sink->sent.size(), 5u); // sent although paused
+}
+
+TEST_F(switch_pipeline, a_watchdog_that_is_off_lets_a_storm_hold_the_queue) {
+    switch_spec spec = test_spec();
+    spec.qos.pfc_watchdog.enabled = false;
+    build(spec);
+    storm(*sw, 0, 1, pfc_frame(1u << 3, 0xffff));
+    for (int i = 0; i < 5; ++i) send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26}), 1);
+    storm(*sw, 200'000, milliseconds(501), pfc_frame(1u << 3, 0xffff));
+    EXPECT_EQ(count(1, port_counter::pfc_wd_storms), 0u);
+    EXPECT_EQ(sw->queue_depth_frames(1, 3), 5u);
+}
+
+// ---------------------------------------------------------------------------------------------
 // ECN and WRED on enqueue
 
 switch_spec ecn_spec() {

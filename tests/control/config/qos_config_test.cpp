@@ -99,6 +99,24 @@ TEST(qos_config, overrides_in_nvue_words_change_only_what_they_name) {
     EXPECT_FALSE(q.congestion[0].enabled);
 }
 
+TEST(qos_config, the_pfc_watchdog_defaults_to_nvidias_and_takes_its_nvue_keys) {
+    const auto defaults = qos_of("roce").pfc_watchdog;
+    EXPECT_TRUE(defaults.enabled);
+    EXPECT_EQ(defaults.polling_interval, milliseconds(100));
+    EXPECT_EQ(defaults.robustness, 3);
+    EXPECT_EQ(defaults.action, switch_emu::pfc_watchdog_action::drop);
+    const auto w = qos_of("{ pfc-watchdog: { polling-interval: 50ms, robustness: 5, action: forward } }").pfc_watchdog;
+    EXPECT_EQ(w.polling_interval, milliseconds(50));
+    EXPECT_EQ(w.robustness, 5);
+    EXPECT_EQ(w.action, switch_emu::pfc_watchdog_action::forward);
+    EXPECT_FALSE(qos_of("{ pfc-watchdog: { state: disable } }").pfc_watchdog.enabled);
+    auto e = qos_error("{ pfc-watchdog: { action: reboot } }");
+    EXPECT_EQ(e.key, "switches[0].qos.pfc-watchdog.action");
+    EXPECT_CONTAINS(e.message, "expected drop, forward or alert");
+    e = qos_error("{ pfc-watchdog: { polling-interval: 100 } }");
+    EXPECT_CONTAINS(e.message, "expected a duration from 1ms to 10000ms");
+}
+
 TEST(qos_config, bad_values_name_their_line_key_and_the_valid_range) {
     auto e = qos_error("rocee");
     EXPECT_EQ(e.line, 4);
