@@ -607,6 +607,10 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.ack_deferred = false;
             qp.implied_retry_started = false;
         }
+        // IBA 10.3.1 (SQ Drain): with en_sqd_async_notify the QP reports IBV_EVENT_SQ_DRAINED
+        // once every WQE started before the transition has completed.
+        qp.sqd_notify = next == IBV_QPS_SQD && qp.state != IBV_QPS_SQD && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
+                        attr.en_sqd_async_notify;
         qp.state = next;
         qp.attr.qp_state = next;
         if (next == IBV_QPS_ERR) enter_error(qp);

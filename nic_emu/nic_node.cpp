@@ -151,6 +151,11 @@ bool nic_node::poll(sim_time now) {
             did_work |= flush(qp);
         else if (qp.state == IBV_QPS_SQE)
             did_work |= flush_send_queue(qp);
+        else if (qp.sqd_notify && qp.state == IBV_QPS_SQD && qp.sq_retired == qp.sq_started) {
+            qp.sqd_notify = false; // drained: nothing started is outstanding
+            raise_async_event(qp.context, IBV_EVENT_SQ_DRAINED, qp.handle);
+            did_work = true;
+        }
         else if (busy_until(0) <= now + transmit_fifo_time) {
             did_work |= run_read_atomic_responder(qp, now);
             did_work |= run_requester(qp, now);
@@ -176,6 +181,8 @@ sim_time nic_node::next_deadline() const {
                                   qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_retired ||
                                   qp->control->recv.producer.load(std::memory_order_acquire) != qp->rq_consumed;
             if (to_flush) earliest = std::min<sim_time>(earliest, 0);
+        } else if (qp->sqd_notify && qp->state == IBV_QPS_SQD && qp->sq_retired == qp->sq_started) {
+            earliest = std::min<sim_time>(earliest, 0);
         } else if (qp->state == IBV_QPS_SQE) {
             if (qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_retired)
                 earliest = std::min<sim_time>(earliest, 0);

@@ -185,6 +185,7 @@ struct queue_pair {
     unsigned retries_left = 0;
     unsigned rnr_retries_left = 0;
     bool implied_retry_started = false; // an implied NAK rewound the requester (rxe's started_retry)
+    bool sqd_notify = false; // in SQD, IBV_EVENT_SQ_DRAINED is still to be raised
     // Responses that arrived past an unanswered READ/atomic (reorder_buffer.hpp): READ responses
     // and atomic ACKs are held, the furthest plain ACK is remembered, and only if the missing
     // responses are still missing at response_gap_deadline does the implied NAK ask again.

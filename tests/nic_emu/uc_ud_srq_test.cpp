@@ -550,6 +550,43 @@ TEST_F(uc_ud_srq, a_failed_ud_send_stops_only_the_send_queue_until_the_qp_return
     EXPECT_EQ(poll(h2.recv_cq_control, h2.recv_cqes).size(), 1u);
 }
 
+// IBA 10.3.1 (SQ Drain): in SQD the QP finishes what it started, starts nothing new, reports
+// IBV_EVENT_SQ_DRAINED when asked to, and sends again once back in RTS.
+TEST_F(uc_ud_srq, sqd_drains_the_send_queue_reports_it_and_holds_new_work_until_rts) {
+    ring_qp a = make_qp(h1, IBV_QPT_UD), b = make_qp(h2, IBV_QPT_UD);
+    bring_up(h1, a, IBV_QPT_UD);
+    bring_up(h2, b, IBV_QPT_UD);
+    std::uint32_t ah = 0;
+    ASSERT_EQ(h1.nic->create_ah(h1.context, h1.pd, address_of(h2), ah), 0);
+    for (std::uint64_t r = 0; r < 3; ++r) post_recv(h2, b, 30 + r, r * 2048, 2048);
+    post_send(h1, a, 1, IBV_WR_SEND, 0, 64, {.ah = ah, .remote_qpn = b.qpn});
+    run_for(microseconds(5));
+    ASSERT_EQ(poll(h1.send_cq_control, h1.send_cqes).size(), 1u);
+
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_SQD;
+    attr.en_sqd_async_notify = 1;
+    ASSERT_EQ(modify(h1, a, attr, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY), 0);
+    post_send(h1, a, 2, IBV_WR_SEND, 0, 64, {.ah = ah, .remote_qpn = b.qpn});
+    run_for(milliseconds(1));
+    const auto events = async_events(h1);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].event_type, unsigned(IBV_EVENT_SQ_DRAINED));
+    EXPECT_EQ(events[0].handle, a.handle);
+    EXPECT_TRUE(poll(h1.send_cq_control, h1.send_cqes).empty()); // posted in SQD: not started
+    EXPECT_EQ(poll(h2.recv_cq_control, h2.recv_cqes).size(), 1u);
+
+    attr = {};
+    attr.qp_state = IBV_QPS_RTS;
+    ASSERT_EQ(modify(h1, a, attr, IBV_QP_STATE), 0);
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].wr_id, 2u);
+    EXPECT_EQ(poll(h2.recv_cq_control, h2.recv_cqes).size(), 1u);
+    EXPECT_TRUE(async_events(h1).empty()); // one event per drain
+}
+
 TEST_F(uc_ud_srq, an_address_handle_needs_a_grh_and_a_reachable_gid) {
     ibv_ah_attr attr = address_of(h2);
     std::uint32_t ah = 0;
