@@ -35,7 +35,7 @@ int nic_node::create_ah(std::uint32_t context, std::uint32_t pd, const ibv_ah_at
     h.destination_mac = next_hop;
     h.source_gid = _gids[attr.grh.sgid_index];
     h.destination_gid = dgid;
-    h.dscp = attr.grh.traffic_class >> 2;
+    h.dscp = attr.grh.traffic_class ? attr.grh.traffic_class >> 2 : _spec.dscp;
     h.ecn = _spec.ecn;
     h.hop_limit = resolved_hop_limit(dgid, attr.grh.hop_limit);
     h.flow_label = attr.grh.flow_label;

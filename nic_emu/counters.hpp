@@ -4,6 +4,7 @@
 // `rocefab show`.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace rocefab::nic {
@@ -60,11 +61,25 @@ struct nic_counters {
     ROCEFAB_NIC_COUNTERS(ROCEFAB_DECLARE)
 #undef ROCEFAB_DECLARE
 
+    // PFC received per priority, as `ethtool -S` names them on a ConnectX.
+    std::array<std::uint64_t, 8> rx_prio_pause{};
+    std::array<std::uint64_t, 8> rx_prio_pause_duration_us{}; // up to the latest pause frame
+
     template <typename Visitor>
     void for_each(Visitor&& visit) const {
 #define ROCEFAB_VISIT(name) visit(#name, name);
         ROCEFAB_NIC_COUNTERS(ROCEFAB_VISIT)
 #undef ROCEFAB_VISIT
+        static constexpr const char* pause_names[8] = {"rx_prio0_pause", "rx_prio1_pause", "rx_prio2_pause",
+                                                       "rx_prio3_pause", "rx_prio4_pause", "rx_prio5_pause",
+                                                       "rx_prio6_pause", "rx_prio7_pause"};
+        static constexpr const char* duration_names[8] = {
+            "rx_prio0_pause_duration", "rx_prio1_pause_duration", "rx_prio2_pause_duration", "rx_prio3_pause_duration",
+            "rx_prio4_pause_duration", "rx_prio5_pause_duration", "rx_prio6_pause_duration", "rx_prio7_pause_duration"};
+        for (unsigned p = 0; p < 8; ++p) {
+            visit(pause_names[p], rx_prio_pause[p]);
+            visit(duration_names[p], rx_prio_pause_duration_us[p]);
+        }
     }
 };
 

@@ -576,7 +576,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
         h.destination_mac = next_hop;
         h.source_gid = _gids[attr.ah_attr.grh.sgid_index];
         std::memcpy(h.destination_gid.bytes.data(), attr.ah_attr.grh.dgid.raw, 16);
-        h.dscp = attr.ah_attr.grh.traffic_class >> 2;
+        h.dscp = attr.ah_attr.grh.traffic_class ? attr.ah_attr.grh.traffic_class >> 2 : _spec.dscp;
         h.ecn = _spec.ecn;
         h.hop_limit = resolved_hop_limit(h.destination_gid, attr.ah_attr.grh.hop_limit);
         h.flow_label = attr.ah_attr.grh.flow_label;

@@ -15,6 +15,7 @@
 #include <infiniband/verbs.h>
 
 #include <array>
+#include <span>
 #include <functional>
 #include <map>
 #include <memory>
@@ -31,6 +32,17 @@ struct nic_spec {
     std::uint64_t speed_bps = 100'000'000'000;
     std::uint32_t ip_mtu = 9000;
     std::uint8_t ecn = wire::ecn::ect0; // ConnectX marks RoCEv2 packets ECN-capable by default
+    // The DSCP of RoCE traffic whose program leaves the traffic class 0, as NVIDIA's lossless RoCE
+    // configuration sets it (tos 106: DSCP 26); a program's own traffic class wins.
+    std::uint8_t dscp = 26;
+    // Trust DSCP (`mlnx_qos --trust dscp`): which PFC priority a DSCP travels in. NVIDIA's RoCE
+    // defaults: 26 -> 3 (RoCE, lossless), 48 -> 6 (CNP), the rest 0.
+    std::array<std::uint8_t, 64> dscp_to_priority = [] {
+        std::array<std::uint8_t, 64> map{};
+        map[26] = 3;
+        map[48] = 6;
+        return map;
+    }();
 };
 
 // Resolves the destination MAC for a destination GID, as the host's neighbour table would
@@ -79,6 +91,9 @@ public:
         std::uint32_t send_cq_produced, send_cq_consumed, recv_cq_produced, recv_cq_consumed;
     };
     std::vector<qp_view> queue_pairs(sim_time now) const;
+
+    // When received PFC lets `priority` send again (<= now: not paused).
+    sim_time paused_until(std::uint8_t priority) const { return _paused_until[priority & 7]; }
 
     // -- resources (control path; return 0 or an errno value) -------------------------------
     std::uint32_t open_context(std::unique_ptr<address_space> memory, int async_fd);
@@ -256,6 +271,11 @@ private:
     dma_batch _dma;
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
     bool _current_frame_kept = false;   // ... and now held in a reorder buffer
+    // PFC received from the switch (802.1Qbb): each priority may not send before this.
+    std::array<sim_time, 8> _paused_until{};
+    std::array<sim_time, 8> _pause_started{};
+    std::uint8_t priority_of(const queue_pair& qp) const { return _spec.dscp_to_priority[qp.headers.dscp & 63]; }
+    void on_pfc(std::span<const std::uint8_t> frame, sim_time now);
     // Packets held ahead of gaps by all QPs (reorder_buffer.hpp): bounded so that reordering
     // cannot drain the packet pool.
     held_packet_store _held;

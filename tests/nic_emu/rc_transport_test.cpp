@@ -3,6 +3,8 @@
 
 #include "tests/nic_emu/two_nics_fixture.hpp"
 
+#include "dataplane/wire/pfc.hpp"
+
 namespace rocefab::nic {
 namespace {
 
@@ -246,6 +248,50 @@ TEST_F(rc_transport, a_gap_that_stays_open_is_naked_after_the_reorder_grace) {
     EXPECT_EQ(recvs[1].byte_len, 8192u);
     EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 8192, h2.memory.begin() + (1 << 20)));
     EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, 0u);
+}
+
+// PFC from the switch: RoCE leaves on DSCP 26 (NVIDIA's lossless configuration), which is
+// priority 3; a pause for priority 3 stops the NIC's sending for its quanta, and an XON resumes
+// it at once. The pauses are counted as a ConnectX counts them.
+void receive_pfc(nic_node& nic, std::uint8_t enable, std::uint16_t quanta, sim_time now) {
+    rte_mbuf* m = rte_pktmbuf_alloc(test_pool());
+    ASSERT_NE(m, nullptr);
+    auto* data = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, wire::pfc_frame_length));
+    std::array<std::uint16_t, 8> q;
+    q.fill(quanta);
+    wire::write_pfc_frame(data, wire::mac_address{{0x02, 0x02, 0, 1, 0, 1}}, enable, q);
+    nic.receive(0, m, now);
+}
+
+TEST_F(rc_transport, a_pfc_pause_for_the_roce_priority_stops_sending_until_it_ends_or_an_xon) {
+    connect();
+    receive_pfc(*h1.nic, 1u << 3, 0xffff, now()); // 335 us at 100 Gb/s
+    post_recv(h2, 1, 0, 4096);
+    post_send(h1, 1, IBV_WR_SEND, 0, 4096);
+    run_for(microseconds(300));
+    EXPECT_EQ(h1.nic->counters().port_xmit_packets, 0u);
+    run_for(microseconds(100)); // the pause ran out at 335 us
+    auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_SUCCESS);
+
+    // Another priority's pause does not hold RoCE; an XON ends a pause at once.
+    receive_pfc(*h1.nic, 1u << 0, 0xffff, now());
+    post_recv(h2, 2, 0, 4096);
+    post_send(h1, 2, IBV_WR_SEND, 0, 4096);
+    run_for(microseconds(20));
+    EXPECT_EQ(poll(h1.send_cq_control, h1.send_cqes).size(), 1u);
+    receive_pfc(*h1.nic, 1u << 3, 0xffff, now());
+    post_recv(h2, 3, 0, 4096);
+    post_send(h1, 3, IBV_WR_SEND, 0, 4096);
+    run_for(microseconds(20));
+    EXPECT_TRUE(poll(h1.send_cq_control, h1.send_cqes).empty());
+    receive_pfc(*h1.nic, 1u << 3, 0, now());
+    run_for(microseconds(20));
+    EXPECT_EQ(poll(h1.send_cq_control, h1.send_cqes).size(), 1u);
+    EXPECT_EQ(h1.nic->counters().rx_prio_pause[3], 3u);
+    EXPECT_EQ(h1.nic->counters().rx_prio_pause_duration_us[3], 335u + 20u);
+    EXPECT_EQ(h1.nic->counters().rx_prio_pause[0], 1u);
 }
 
 TEST_F(rc_transport, moving_to_error_flushes_posted_receives) {
