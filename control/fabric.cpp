@@ -117,6 +117,8 @@ switch_emu::switch_spec switch_spec_of(const config::topology& topo, std::size_t
     spec.random_seed = topo.seed * 0x9e3779b97f4a7c15ull + index + 1;
     // The daemon runs in real time: see switch_spec::transmit_fifo. 2 us, as the NIC's.
     spec.transmit_fifo = microseconds(2);
+    // Its NICs act on a pause at their next poll, up to a loop iteration late: headroom for 100 us.
+    spec.pfc_reaction = microseconds(100);
     return spec;
 }
 

@@ -9,8 +9,8 @@ namespace {
 std::uint32_t max_frame(const port_spec& port) { return port.mtu + 14 + 4 + 4 + 20; }
 } // namespace
 
-std::uint32_t headroom_bytes(const port_spec& port, sim_time transmit_fifo) {
-    const sim_time exposure = 2 * port.cable_delay + transmit_fifo + 1'000;
+std::uint32_t headroom_bytes(const port_spec& port, sim_time transmit_fifo, sim_time reaction) {
+    const sim_time exposure = 2 * port.cable_delay + transmit_fifo + reaction;
     const auto in_flight = static_cast<std::uint64_t>((static_cast<unsigned __int128>(port.speed_bps) * exposure + 7'999'999'999u) /
                                                       8'000'000'000u);
     return static_cast<std::uint32_t>(2 * max_frame(port) + in_flight);
@@ -22,7 +22,7 @@ shared_buffer::shared_buffer(const switch_spec& spec)
       _groups(spec.ports.size() * 8) {
     std::uint32_t largest = 0;
     for (std::size_t p = 0; p < spec.ports.size(); ++p) {
-        _headroom[p] = headroom_bytes(spec.ports[p], spec.transmit_fifo);
+        _headroom[p] = headroom_bytes(spec.ports[p], spec.transmit_fifo, spec.pfc_reaction);
         largest = std::max(largest, max_frame(spec.ports[p]));
     }
     _xon_margin = 2 * largest;

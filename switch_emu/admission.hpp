@@ -12,7 +12,7 @@
 // Headroom per lossless PG of a port: the bytes that can still arrive after the switch decides to
 // pause, an equivalent of NVIDIA's buffer formula:
 //   2 x max frame (the frame the pause waits behind here, and the one the peer is sending)
-//   + port speed x (2 x cable delay + the port's transmit FIFO + 1 us for the peer to react).
+//   + port speed x (2 x cable delay + the port's transmit FIFO + the peer's reaction time).
 #pragma once
 
 #include "switch_emu/counters.hpp"
@@ -74,6 +74,6 @@ private:
 };
 
 // The headroom a lossless PG of this port needs (see above).
-std::uint32_t headroom_bytes(const port_spec& port, sim_time transmit_fifo);
+std::uint32_t headroom_bytes(const port_spec& port, sim_time transmit_fifo, sim_time reaction);
 
 } // namespace rocefab::switch_emu

@@ -126,6 +126,9 @@ struct switch_spec {
     // a realtime fabric, whose poll loop runs slower than one frame time at 100 Gb/s, needs a
     // few microseconds or the port cannot reach its line rate.
     sim_time transmit_fifo = 0;
+    // How long a neighbour takes to act on a pause once it arrives: 1 us for hardware. A realtime
+    // fabric's data plane acts on it at its next poll, which the host's scheduler may delay.
+    sim_time pfc_reaction = 1'000;
 };
 
 // Empty when `spec` is usable; otherwise what is wrong, naming the port or route.
