@@ -11,13 +11,12 @@ namespace {
 
 using switch_emu::tc_mode;
 
-// The switch's entry is line 2 onwards; `qos` is indented under it.
+// The switch's entry is line 2 onwards; `qos`, on line 4, is indented under it (none if empty).
 std::string fabric_with_qos(const std::string& qos) {
     return R"(
 switches:
   - name: sw1
-    qos: )" + qos + R"(
-hosts:
+)" + (qos.empty() ? std::string() : "    qos: " + qos + "\n") + R"(hosts:
   - name: h1
     nics:
       - { name: rfab0, address: 10.0.0.1/24 }
@@ -41,20 +40,7 @@ config_error qos_error(const std::string& qos) {
 }
 
 TEST(qos_config, a_switch_without_qos_has_nvidias_roce_profile) {
-    topology fabric;
-    config_error error;
-    ASSERT_TRUE(parse_topology(R"(
-switches:
-  - name: sw1
-hosts:
-  - name: h1
-    nics:
-      - { name: rfab0, address: 10.0.0.1/24 }
-links:
-  - { a: h1/rfab0, b: sw1/swp1 }
-)",
-                               "t.yaml", fabric, error));
-    const auto& q = fabric.switches[0].qos;
+    const auto q = qos_of("");
     EXPECT_EQ(q.trust, switch_emu::trust_mode::dscp);
     EXPECT_EQ(q.dscp_to_priority[26], 3);
     EXPECT_EQ(q.dscp_to_priority[48], 6);
