@@ -22,10 +22,10 @@ from fabric_e2e_test import fabric_case, free_tcp_port  # noqa: E402
 CLIENTS = ("h1", "h2", "h3")
 
 
-class lossless_incast(fabric_case):
-    config = os.path.join(base.SOURCE, "configs", "incast.yaml")
-
-    def test_three_ib_write_bw_clients_into_one_host_are_paused_not_dropped(self):
+class incast_case(fabric_case):
+    def run_incast(self):
+        """Three ib_write_bw clients (h1-h3) into three servers on h9; returns sw1's ports and the NICs'
+        counters afterwards. Every program must exit 0."""
         ports = [str(free_tcp_port()) for _ in CLIENTS]
         common = ["-d", "rfab0", "-x", "1", "-s", "65536", "-D", "3"]
         servers = [self.start_on("h9", "ib_write_bw", *common, "-p", port) for port in ports]
@@ -38,8 +38,16 @@ class lossless_incast(fabric_case):
         for p in clients + servers:
             out, err = p.communicate(timeout=120)
             self.assertEqual(p.returncode, 0, out + err)
-        ports_of_sw1 = {p["port"]: p for p in self.counters()["switches"][0]["ports"]}
-        nics = {n["host"]: n["counters"] for n in self.counters()["nics"]}
+        counters = self.counters()
+        return ({p["port"]: p for p in counters["switches"][0]["ports"]},
+                {n["host"]: n["counters"] for n in counters["nics"]})
+
+
+class lossless_incast(incast_case):
+    config = os.path.join(base.SOURCE, "configs", "incast.yaml")
+
+    def test_three_ib_write_bw_clients_into_one_host_are_paused_not_dropped(self):
+        ports_of_sw1, nics = self.run_incast()
         for i, host in enumerate(CLIENTS):
             port = ports_of_sw1["swp%d" % (i + 1)]
             self.assertGreater(port["tx_prio3_pause"], 0, host)          # the switch paused the sender
@@ -48,6 +56,21 @@ class lossless_incast(fabric_case):
             self.assertEqual(port["tail_drops"], 0, name)
             self.assertEqual(port["headroom_drops"], 0, name)
         self.assertGreater(ports_of_sw1["swp9"]["ecn_marked"], 0)
+
+
+class misconfigured_incast(incast_case):
+    """configs/misconfig-lossy-dscp.yaml: PFC on priority 3, but DSCP 26 mapped to lossy priority 0."""
+    config = os.path.join(base.SOURCE, "configs", "misconfig-lossy-dscp.yaml")
+
+    def test_roce_in_a_lossy_class_is_dropped_not_paused_and_rc_recovers(self):
+        ports_of_sw1, nics = self.run_incast()
+        self.assertGreater(ports_of_sw1["swp9"]["tail_drops"], 0)
+        for name, port in ports_of_sw1.items():
+            self.assertEqual(port["tx_prio3_pause"], 0, name)
+            self.assertEqual(port["tx_prio0_pause"], 0, name)
+        resent = sum(nics[h]["retransmitted_packets"] for h in CLIENTS)
+        self.assertGreater(resent, 0)
+        self.assertGreater(nics["h9"]["out_of_sequence"], 0)
 
 
 if __name__ == "__main__":
