@@ -144,17 +144,7 @@ void nic_node::on_pfc(std::span<const std::uint8_t> frame, sim_time now) {
     std::uint8_t enable = 0;
     std::array<std::uint16_t, 8> quanta{};
     if (!wire::parse_pfc_frame(frame, enable, quanta)) return; // an 802.3x PAUSE or malformed
-    for (unsigned p = 0; p < 8; ++p) {
-        if (!(enable & (1u << p))) continue;
-        ++_counters.rx_prio_pause[p];
-        // Account the pause so far, then restart it from this frame (802.1Qbb 36.1.3.3).
-        if (_paused_until[p] > _pause_started[p]) {
-            const sim_time end = std::min(_paused_until[p], now);
-            if (end > _pause_started[p]) _counters.rx_prio_pause_duration_us[p] += static_cast<std::uint64_t>(end - _pause_started[p]) / 1000;
-        }
-        _pause_started[p] = now;
-        _paused_until[p] = now + wire::pause_quanta_to_time(quanta[p], _spec.speed_bps);
-    }
+    _pauses.on_frame(enable, quanta, _spec.speed_bps, now, _counters.rx_prio_pause, _counters.rx_prio_pause_duration_us);
 }
 
 // ---- poll ----------------------------------------------------------------------------------------
@@ -175,7 +165,7 @@ bool nic_node::poll(sim_time now) {
             raise_async_event(qp.context, IBV_EVENT_SQ_DRAINED, qp.handle);
             did_work = true;
         }
-        else if (busy_until(0) <= now + transmit_fifo_time && _paused_until[priority_of(qp)] <= now) {
+        else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(priority_of(qp)) <= now) {
             did_work |= run_read_atomic_responder(qp, now);
             did_work |= run_requester(qp, now);
         }
@@ -214,10 +204,10 @@ sim_time nic_node::next_deadline() const {
                                                                        : qp->send_slots[qp->sq_started & mask];
             if (!requester_must_wait(*qp, next))
                 earliest = std::min(earliest, std::max({qp->rnr_wait_until, busy_until(0) - transmit_fifo_time,
-                                                        _paused_until[priority_of(*qp)]}));
+                                                        _pauses.until(priority_of(*qp))}));
         }
         if (qp->state != IBV_QPS_ERR && (qp->ack_deferred || read_atomic_responses_pending(*qp)))
-            earliest = std::min(earliest, std::max(busy_until(0) - transmit_fifo_time, _paused_until[priority_of(*qp)]));
+            earliest = std::min(earliest, std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(*qp))));
     }
     return earliest;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "dataplane/node.hpp"
+#include "dataplane/pfc_pause.hpp"
 #include "dataplane/wire/roce_frame.hpp"
 #include "nic_emu/counters.hpp"
 #include "nic_emu/dma_batch.hpp"
@@ -93,7 +94,7 @@ public:
     std::vector<qp_view> queue_pairs(sim_time now) const;
 
     // When received PFC lets `priority` send again (<= now: not paused).
-    sim_time paused_until(std::uint8_t priority) const { return _paused_until[priority & 7]; }
+    sim_time paused_until(std::uint8_t priority) const { return _pauses.until(priority & 7); }
 
     // -- resources (control path; return 0 or an errno value) -------------------------------
     std::uint32_t open_context(std::unique_ptr<address_space> memory, int async_fd);
@@ -272,8 +273,7 @@ private:
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
     bool _current_frame_kept = false;   // ... and now held in a reorder buffer
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
-    std::array<sim_time, 8> _paused_until{};
-    std::array<sim_time, 8> _pause_started{};
+    pause_timers _pauses;
     std::uint8_t priority_of(const queue_pair& qp) const { return _spec.dscp_to_priority[qp.headers.dscp & 63]; }
     void on_pfc(std::span<const std::uint8_t> frame, sim_time now);
     // Packets held ahead of gaps by all QPs (reorder_buffer.hpp): bounded so that reordering

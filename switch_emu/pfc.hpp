@@ -9,6 +9,7 @@
 // rx_prioN_pause_duration, tx_prioN_pause, tx_prioN_pause_duration (microseconds).
 #pragma once
 
+#include "dataplane/pfc_pause.hpp"
 #include "dataplane/time.hpp"
 #include "switch_emu/switch_spec.hpp"
 
@@ -47,17 +48,18 @@ public:
     std::uint8_t refresh_due(std::uint16_t port, sim_time now);
     sim_time next_refresh() const;
 
-    const priority_counters& counters(std::uint16_t port, std::uint8_t priority) const {
-        return _ports[port].counters[priority];
+    priority_counters counters(std::uint16_t port, std::uint8_t priority) const {
+        const port_state& s = _ports[port];
+        return {s.rx_pause[priority], s.rx_pause_duration_us[priority], s.tx_pause[priority],
+                s.tx_pause_duration_us[priority]};
     }
 
 private:
     struct port_state {
-        std::array<sim_time, traffic_class_count> paused_since{};
-        std::array<sim_time, traffic_class_count> paused_until{}; // <= now: not paused
-        std::array<sim_time, traffic_class_count> xoff_since;     // never: not pausing the neighbour
+        pause_timers received;
+        std::array<sim_time, traffic_class_count> xoff_since; // never: not pausing the neighbour
         std::array<sim_time, traffic_class_count> refresh_at;
-        std::array<priority_counters, traffic_class_count> counters{};
+        pause_timers::per_priority rx_pause{}, rx_pause_duration_us{}, tx_pause{}, tx_pause_duration_us{};
         port_state() {
             xoff_since.fill(never);
             refresh_at.fill(never);

@@ -43,7 +43,7 @@ public:
     void for_each_counter(std::uint16_t port, Callback&& f) const {
         _counters[port].for_each(f);
         for (std::uint8_t p = 0; p < traffic_class_count; ++p) {
-            const priority_counters& c = _pfc.counters(port, p);
+            const priority_counters c = _pfc.counters(port, p);
             const std::string prio = "prio" + std::to_string(p);
             f("rx_" + prio + "_pause", c.rx_pause);
             f("rx_" + prio + "_pause_duration", c.rx_pause_duration_us);
@@ -55,7 +55,7 @@ public:
     //  "ports": [{"port", "name", "counters": {name: value}}]}, ports in spec order.
     nlohmann::json counters_json() const;
 
-    const priority_counters& pfc_counters(std::uint16_t port, std::uint8_t priority) const {
+    priority_counters pfc_counters(std::uint16_t port, std::uint8_t priority) const {
         return _pfc.counters(port, priority);
     }
     std::uint32_t queue_depth_frames(std::uint16_t port, std::uint8_t tc) const { return _queues.depth_frames(port, tc); }
