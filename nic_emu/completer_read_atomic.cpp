@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <utility>
 
 namespace rocefab::nic {
 
@@ -94,12 +93,8 @@ void nic_node::resume_after_missing_responses(queue_pair& qp, sim_time now) {
     std::uint32_t next, resume;
     while (qp.state != IBV_QPS_ERR && qp.early_responses.earliest(_held, qp.last_acked_psn, next) &&
            !implied_gap(qp, wire::psn_add(next, wire::psn_mask), resume) && qp.early_responses.take(_held, next, e)) {
-        _current_frame = e.frame;
-        handle_read_atomic_response(qp, e.packet, now);
-        _current_frame = nullptr;
+        handle_frame(e.frame, [&] { handle_read_atomic_response(qp, e.packet, now); });
         progressed = true;
-        if (std::exchange(_current_frame_kept, false)) continue; // held again
-        if (!_dma.holds(e.frame)) rte_pktmbuf_free(e.frame);
     }
     if (qp.state == IBV_QPS_ERR) return;
     if (qp.ack_waiting && !implied_gap(qp, qp.waiting_ack_psn, resume)) {

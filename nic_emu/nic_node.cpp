@@ -119,21 +119,17 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         rte_pktmbuf_free(frame);
         return;
     }
-    _current_frame = frame;
-    if (qp.type == IBV_QPT_UC)
-        handle_uc_request(qp, packet);
-    else if (qp.type == IBV_QPT_UD)
-        handle_ud_request(qp, packet);
-    else if (packet.info->has(wire::opcode_mask::response))
-        handle_response(qp, packet, now);
-    else
-        handle_request(qp, packet, now);
-    _current_frame = nullptr;
-    if (_current_frame_kept) {
-        _current_frame_kept = false; // held ahead of a gap (reorder_buffer.hpp)
-        return;
-    }
-    if (!_dma.holds(frame)) rte_pktmbuf_free(frame); // else freed once its payload is written
+    const bool kept = handle_frame(frame, [&] {
+        if (qp.type == IBV_QPT_UC)
+            handle_uc_request(qp, packet);
+        else if (qp.type == IBV_QPT_UD)
+            handle_ud_request(qp, packet);
+        else if (packet.info->has(wire::opcode_mask::response))
+            handle_response(qp, packet, now);
+        else
+            handle_request(qp, packet, now);
+    });
+    if (kept) return; // held ahead of a gap (reorder_buffer.hpp): nothing follows it yet
     // Packets held ahead of a gap the frame may have filled (reorder_buffer.hpp).
     if (qp.early.held()) drain_early(qp, now);
     if (qp.early_responses.held() || qp.ack_waiting) resume_after_missing_responses(qp, now);

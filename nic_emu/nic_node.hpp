@@ -276,6 +276,20 @@ private:
     pause_timers _pauses;
     std::uint8_t priority_of(const queue_pair& qp) const { return _spec.dscp_to_priority[qp.headers.dscp & 63]; }
     void on_pfc(std::span<const std::uint8_t> frame, sim_time now);
+    // Runs `handle` with `frame` as the frame in hand (_current_frame), then frees the frame
+    // unless a reorder buffer kept it or the DMA batch still needs its payload. True when kept.
+    template <typename Handle>
+    bool handle_frame(rte_mbuf* frame, Handle&& handle) {
+        _current_frame = frame;
+        handle();
+        _current_frame = nullptr;
+        if (_current_frame_kept) {
+            _current_frame_kept = false;
+            return true;
+        }
+        if (!_dma.holds(frame)) rte_pktmbuf_free(frame); // else freed once its payload is written
+        return false;
+    }
     // Packets held ahead of gaps by all QPs (reorder_buffer.hpp): bounded so that reordering
     // cannot drain the packet pool.
     held_packet_store _held;

@@ -5,7 +5,6 @@
 #include "nic_emu/nic_node.hpp"
 
 #include <algorithm>
-#include <utility>
 
 namespace rocefab::nic {
 
@@ -72,12 +71,8 @@ void nic_node::drain_early(queue_pair& qp, sim_time now) {
     held_packet e;
     bool drained = false;
     while (qp.state != IBV_QPS_ERR && qp.early.take(_held, qp.expected_psn, e)) {
-        _current_frame = e.frame;
-        handle_request(qp, e.packet, now);
-        _current_frame = nullptr;
+        handle_frame(e.frame, [&] { handle_request(qp, e.packet, now); });
         drained = true;
-        if (std::exchange(_current_frame_kept, false)) continue; // held again
-        if (!_dma.holds(e.frame)) rte_pktmbuf_free(e.frame);
     }
     // The requester may be resending what was held (go-back-N after a NAK or a timeout): tell it
     // at once how far the responder got, so that it skips ahead.
