@@ -10,6 +10,8 @@
 // immediate data (ibv_wr_send_imm + ibv_wr_set_inline_data); the server checks both through its
 // ibv_cq_ex. Prints "verbs-ex-check: ok" and exits 0, or names the first thing that differed.
 
+#include "tools/tcp_rendezvous.hpp"
+
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
@@ -45,35 +47,10 @@ struct endpoint {
 };
 
 int connect_tcp(const char* host, int port, bool server) {
-    if (server) {
-        const int listener = socket(AF_INET, SOCK_STREAM, 0);
-        int one = 1;
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(static_cast<std::uint16_t>(port));
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        check(bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "bind failed");
-        check(listen(listener, 1) == 0, "listen failed");
-        const int fd = accept(listener, nullptr, nullptr);
-        close(listener);
-        check(fd >= 0, "accept failed");
-        return fd;
-    }
-    addrinfo hints{}, *result = nullptr;
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    check(getaddrinfo(host, std::to_string(port).c_str(), &hints, &result) == 0, "cannot resolve host");
-    for (int attempt = 0; attempt < 100; ++attempt) {
-        const int fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (connect(fd, result->ai_addr, result->ai_addrlen) == 0) {
-            freeaddrinfo(result);
-            return fd;
-        }
-        close(fd);
-        usleep(100'000);
-    }
-    die("cannot connect to the server");
+    std::string error;
+    const int fd = rocefab::tools::tcp_rendezvous(host, port, server, 100, error);
+    if (fd < 0) die(error);
+    return fd;
 }
 
 void exchange(int fd, const endpoint& mine, endpoint& theirs) {
