@@ -41,6 +41,7 @@ bool pfc_state::start_pausing(std::uint16_t port, std::uint8_t priority, sim_tim
     if (s.xoff_since[priority] != never) return false;
     s.xoff_since[priority] = now;
     s.refresh_at[priority] = now + _refresh_interval[port];
+    _next_refresh = std::min(_next_refresh, s.refresh_at[priority]);
     ++s.tx_pause[priority];
     return true;
 }
@@ -52,6 +53,7 @@ bool pfc_state::stop_pausing(std::uint16_t port, std::uint8_t priority, sim_time
     s.xoff_since[priority] = never;
     s.refresh_at[priority] = never;
     ++s.tx_pause[priority];
+    update_next_refresh();
     return true;
 }
 
@@ -67,11 +69,10 @@ std::uint8_t pfc_state::refresh_due(std::uint16_t port, sim_time now) {
     return due;
 }
 
-sim_time pfc_state::next_refresh() const {
-    sim_time earliest = never;
+void pfc_state::update_next_refresh() {
+    _next_refresh = never;
     for (const port_state& s : _ports)
-        for (sim_time t : s.refresh_at) earliest = std::min(earliest, t);
-    return earliest;
+        for (sim_time t : s.refresh_at) _next_refresh = std::min(_next_refresh, t);
 }
 
 } // namespace rocefab::switch_emu

@@ -45,8 +45,11 @@ public:
     bool stop_pausing(std::uint16_t port, std::uint8_t priority, sim_time now);
     bool pausing(std::uint16_t port, std::uint8_t priority) const { return _ports[port].xoff_since[priority] != never; }
     // Priorities of `port` whose XOFF must be sent again at `now` (bit p); marks them refreshed.
+    // Call refreshes_taken() once every port has been asked.
     std::uint8_t refresh_due(std::uint16_t port, sim_time now);
-    sim_time next_refresh() const;
+    void refreshes_taken() { update_next_refresh(); }
+    // Kept up to date by the calls above: poll() and next_deadline() read it every iteration.
+    sim_time next_refresh() const { return _next_refresh; }
 
     priority_counters counters(std::uint16_t port, std::uint8_t priority) const {
         const port_state& s = _ports[port];
@@ -65,7 +68,10 @@ private:
             refresh_at.fill(never);
         }
     };
+    void update_next_refresh();
+
     std::vector<port_state> _ports;
+    sim_time _next_refresh = never;
     std::vector<sim_time> _refresh_interval; // half an XOFF's pause at the port's speed
     std::vector<std::uint64_t> _speed_bps;
     std::array<std::uint8_t, traffic_class_count> _tc_of_priority;

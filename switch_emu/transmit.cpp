@@ -71,6 +71,7 @@ bool switch_node::poll(sim_time now) {
         for (std::uint16_t port = 0; port < port_count(); ++port)
             for (std::uint8_t due = _pfc.refresh_due(port, now), p = 0; due; due >>= 1, ++p)
                 if (due & 1) send_pfc(port, p, pfc_state::xoff_quanta, now);
+        _pfc.refreshes_taken();
         did_work = true;
     }
     for (std::uint16_t port = 0; port < port_count(); ++port)
