@@ -28,6 +28,11 @@ public:
     std::uint8_t backlog(std::uint16_t port) const { return _backlog[port]; }
     std::uint32_t depth_frames(std::uint16_t port, std::uint8_t tc) const;
     std::uint64_t depth_bytes(std::uint16_t port, std::uint8_t tc) const { return fifo_at(port, tc).bytes; }
+    std::uint64_t port_bytes(std::uint16_t port) const {
+        std::uint64_t bytes = 0;
+        for (std::uint8_t tc = 0; tc < traffic_class_count; ++tc) bytes += depth_bytes(port, tc);
+        return bytes;
+    }
     std::uint32_t capacity() const { return _mask + 1; }
 
 private:

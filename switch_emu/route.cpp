@@ -1,6 +1,7 @@
 #include "switch_emu/route.hpp"
 
 #include "dataplane/wire/ip.hpp"
+#include "dataplane/wire/udp.hpp"
 
 #include <cstring>
 
@@ -57,7 +58,10 @@ route_table::route_table(const std::vector<route_spec>& routes) : _v4(1), _v6(1)
     for (const auto& route : routes) {
         const auto group = static_cast<std::int32_t>(_groups.size());
         _groups.push_back({static_cast<std::uint32_t>(_next_hops.size()), static_cast<std::uint32_t>(route.ports.size())});
-        for (std::size_t i = 0; i < route.ports.size(); ++i) _next_hops.push_back({route.ports[i], route.next_hop_macs[i]});
+        for (std::size_t i = 0; i < route.ports.size(); ++i) {
+            _next_hops.push_back({route.ports[i], route.next_hop_macs[i]});
+            _ports.push_back(route.ports[i]);
+        }
         if (route.v6)
             insert(_v6, route.prefix.bytes.data(), route.length, group);
         else
@@ -109,14 +113,15 @@ std::uint32_t flow_hash(rte_mbuf* frame, const parsed_frame& parsed, std::uint32
     return finalise(h);
 }
 
-router::router(const switch_spec& spec) : _table(spec.routes), _ecmp_seed(spec.ecmp_seed) {
+router::router(const switch_spec& spec) : _table(spec.routes), _adaptive(spec), _ecmp_seed(spec.ecmp_seed) {
     for (const auto& port : spec.ports) {
         _port_macs.push_back(port.mac);
         _port_mtus.push_back(port.mtu);
     }
+    _table.mark_adaptive([this](std::span<const std::uint16_t> ports) { return _adaptive.eligible_group(ports); });
 }
 
-route_verdict router::route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) const {
+route_verdict router::route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) {
     // parse_frame() has checked that the whole L3 header is inside the frame.
     auto* ethernet = header_at<wire::ethernet_header>(frame, 0);
     auto* ipv4 = parsed.v6 ? nullptr : header_at<wire::ipv4_header>(frame, parsed.l3_offset);
@@ -132,6 +137,12 @@ route_verdict router::route(rte_mbuf* frame, const parsed_frame& parsed, std::ui
         // Multiply-shift instead of modulo: no division, and no bias worth measuring for
         // group sizes far below 2^32.
         member = static_cast<std::uint32_t>((std::uint64_t(flow_hash(frame, parsed, _ecmp_seed)) * group->count) >> 32);
+        const bool roce = parsed.protocol == wire::ip_protocol::udp && parsed.destination_port == wire::roce_v2_udp_port;
+        if (group->adaptive && roce) {
+            const std::uint32_t hashed = member;
+            member = _adaptive.choose(_table.ports(*group), hashed, rte_pktmbuf_pkt_len(frame));
+            _rerouted += member != hashed;
+        }
     }
     const next_hop& hop = _table.member(*group, member);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "dataplane/packet.hpp"
+#include "switch_emu/adaptive_routing.hpp"
 #include "switch_emu/parse.hpp"
 #include "switch_emu/switch_spec.hpp"
 
@@ -21,6 +22,7 @@ struct next_hop {
 struct route_group {
     std::uint32_t first = 0;
     std::uint32_t count = 0;
+    bool adaptive = false; // an adaptive-routing group (adaptive_routing.hpp)
 };
 
 // Longest-prefix match over IPv4 and IPv6: two unibit tries, built once at construction in
@@ -37,6 +39,12 @@ public:
     const route_group* lookup_v4(const std::uint8_t* destination) const { return lookup(_v4, destination, 32); }
     const route_group* lookup_v6(const std::uint8_t* destination) const { return lookup(_v6, destination, 128); }
     const next_hop& member(const route_group& group, std::uint32_t index) const { return _next_hops[group.first + index]; }
+    std::span<const std::uint16_t> ports(const route_group& group) const { return {&_ports[group.first], group.count}; }
+    // Marks the groups whose ports `is_adaptive(std::span<const std::uint16_t>)` accepts.
+    template <typename Predicate>
+    void mark_adaptive(Predicate&& is_adaptive) {
+        for (route_group& group : _groups) group.adaptive = is_adaptive(ports(group));
+    }
 
 private:
     struct trie_node {
@@ -52,6 +60,7 @@ private:
     trie _v6;
     std::vector<route_group> _groups;
     std::vector<next_hop> _next_hops;
+    std::vector<std::uint16_t> _ports; // _next_hops[i].port, contiguous for adaptive routing
 };
 
 enum class route_verdict : std::uint8_t { forward, no_route, ttl_expired, mtu_exceeded };
@@ -70,11 +79,18 @@ public:
     // On forward: `egress` is the chosen port, TTL / hop limit is decremented (IPv4 checksum
     // updated incrementally, RFC 1624) and the MACs rewritten. On mtu_exceeded `egress` is
     // set too, so the drop can be counted on the port whose MTU was exceeded. Otherwise the
-    // frame is untouched.
-    route_verdict route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) const;
+    // frame is untouched. A RoCE packet on an adaptive-routing group goes where adaptive()
+    // chooses; the caller regrades it first (adaptive_routing::regrade_if_due).
+    route_verdict route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress);
+
+    adaptive_routing& adaptive() { return _adaptive; }
+    // Packets adaptive routing sent to another member than their ECMP hash chose.
+    std::uint64_t rerouted() const { return _rerouted; }
 
 private:
     route_table _table;
+    adaptive_routing _adaptive;
+    std::uint64_t _rerouted = 0;
     std::vector<wire::mac_address> _port_macs;
     std::vector<std::uint32_t> _port_mtus;
     std::uint32_t _ecmp_seed;

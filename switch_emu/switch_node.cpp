@@ -70,6 +70,10 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
         if (parsed.l3_length > _spec.ports[egress].mtu) return drop(frame, egress, port_counter::drops_mtu_exceeded);
         return enqueue(frame, parsed, egress, length, now);
     }
+    if (_router.adaptive().enabled())
+        _router.adaptive().regrade_if_due(now, [this](std::uint16_t p) {
+            return adaptive_routing::port_load{_counters[p][port_counter::tx_bytes], _queues.port_bytes(p)};
+        });
     switch (_router.route(frame, parsed, egress)) {
     case route_verdict::forward: break;
     case route_verdict::no_route: return drop(frame, port, port_counter::drops_no_route);
@@ -139,6 +143,7 @@ nlohmann::json switch_node::counters_json() const {
         ports.push_back({{"port", port}, {"name", _spec.ports[port].name}, {"counters", _counters[port].to_json()}});
     return {{"name", name()},
             {"buffer", {{"size_bytes", _buffer.size()}, {"in_use_bytes", _buffer.in_use()}, {"peak_bytes", _buffer.peak()}}},
+            {"adaptive_routing", {{"enabled", _spec.adaptive_routing.enabled}, {"rerouted", _router.rerouted()}}},
             {"ports", std::move(ports)}};
 }
 

@@ -51,7 +51,7 @@ public:
             f("tx_" + prio + "_pause_duration", c.tx_pause_duration_us);
         }
     }
-    // {"name", "buffer": {"size_bytes", "in_use_bytes", "peak_bytes"},
+    // {"name", "buffer": {"size_bytes", "in_use_bytes", "peak_bytes"}, "adaptive_routing": {"enabled", "rerouted"},
     //  "ports": [{"port", "name", "counters": {name: value}}]}, ports in spec order.
     nlohmann::json counters_json() const;
 
@@ -60,6 +60,8 @@ public:
     }
     std::uint32_t queue_depth_frames(std::uint16_t port, std::uint8_t tc) const { return _queues.depth_frames(port, tc); }
     std::size_t buffer_in_use() const { return _buffer.in_use(); }
+    // RoCE packets adaptive routing sent to another port than their ECMP hash chose.
+    std::uint64_t adaptive_reroutes() const { return _router.rerouted(); }
     const shared_buffer& buffer() const { return _buffer; }
 
 private:

@@ -64,6 +64,12 @@ std::string validate(const switch_spec& spec) {
         if (n.mac.is_multicast()) return where + "neighbour " + n.mac.to_string() + " is a multicast MAC";
     }
 
+    const adaptive_routing_spec& ar = spec.adaptive_routing;
+    if (ar.link_utilization_threshold_percent < 1 || ar.link_utilization_threshold_percent > 100)
+        return where + "adaptive routing's link-utilization threshold must be 1..100 %";
+    if (ar.decision_interval <= 0) return where + "adaptive routing's decision interval must be positive";
+    if (spec.buffer_alpha <= 0) return where + "buffer alpha must be positive";
+
     if (spec.buffer_bytes == 0) return where + "has a buffer of 0 bytes";
     if (spec.queue_frames == 0 || spec.queue_frames > max_queue_frames)
         return where + "queue_frames must be 1.." + std::to_string(max_queue_frames);

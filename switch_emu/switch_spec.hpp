@@ -23,6 +23,9 @@ struct port_spec {
     std::uint32_t mtu;        // IP MTU (L3 length, Ethernet header excluded), as `ip link` shows it
     // One-way delay of the cable to the neighbour (5 ns a metre of fibre): sizes PFC headroom.
     sim_time cable_delay = 500; // NVUE's default cable-length, 100 m
+    // NVUE `interface swpN router adaptive-routing state enabled`: a route whose every next hop is
+    // on such a port may send RoCE packets over any of them (adaptive_routing.hpp).
+    bool adaptive_routing = false;
 };
 
 struct route_spec {
@@ -102,6 +105,16 @@ struct neighbour_spec {
     std::uint16_t port;
 };
 
+// NVUE `router adaptive-routing` (Spectrum's AR): instead of keeping a flow on its hashed ECMP
+// member, each RoCE packet goes to the least-loaded member of its group. Every
+// decision_interval the switch grades its ports by utilisation and queued bytes; a member whose
+// utilisation is at or over the threshold is not eligible while another one is under it.
+struct adaptive_routing_spec {
+    bool enabled = false;
+    std::uint8_t link_utilization_threshold_percent = 70; // NVUE's default
+    sim_time decision_interval = 1'000;                   // Spectrum re-grades every 1 us
+};
+
 struct switch_spec {
     std::string name;
     std::vector<port_spec> ports;
@@ -113,6 +126,7 @@ struct switch_spec {
     // Bytes each priority group of each port may hold whatever the shared pool's state.
     std::uint32_t reserved_bytes_per_group = 0;
     qos_spec qos;
+    adaptive_routing_spec adaptive_routing;
     // Frames each (port, TC) FIFO can hold; rounded up to a power of two. The byte budget above
     // is what normally limits a queue: this only bounds the ring allocated at construction.
     std::uint32_t queue_frames = 4096;

@@ -8,6 +8,7 @@
 #include "dataplane/wiring.hpp"
 #include "switch_emu/switch_node.hpp"
 #include "tests/support/eal_environment.hpp"
+#include "tests/support/traffic_host.hpp"
 
 #include <gtest/gtest.h>
 
@@ -20,99 +21,7 @@
 namespace rocefab::switch_emu {
 namespace {
 
-using rocefab::testing::test_pool;
-
-constexpr std::uint64_t hundred_gig = 100'000'000'000ull;
-
-wire::mac_address mac_of(std::uint8_t kind, std::uint8_t index) { return {{0x02, 0x00, 0x00, 0x00, kind, index}}; }
-wire::mac_address switch_port_mac(unsigned port) { return mac_of(0x00, static_cast<std::uint8_t>(port)); }
-wire::mac_address host_mac(unsigned host) { return mac_of(0xaa, static_cast<std::uint8_t>(host)); }
-std::uint32_t host_ip(unsigned host) { return (10u << 24) | (static_cast<std::uint32_t>(host) << 8) | 1; } // 10.0.H.1
-
-// A host with one port: sends `frames` UDP datagrams of `payload` bytes on `dscp` to
-// `destination` as fast as its link takes them, stops a priority while PFC pauses it (as a
-// ConnectX does with PFC enabled), and counts what it receives by UDP source port.
-class traffic_host final : public node {
-public:
-    struct flow {
-        std::uint32_t destination = 0;
-        wire::mac_address next_hop;
-        std::uint8_t dscp = 26;
-        std::uint8_t priority = 3; // the priority its traffic travels in (DSCP 26 -> 3)
-        std::size_t payload = 958; // 1000-byte frames
-        std::uint64_t frames = 0;
-        sim_time start = 0;
-    };
-
-    traffic_host(unsigned index, flow f) : node("h" + std::to_string(index), 1), _index(index), _flow(f) {}
-
-    void receive(std::uint16_t, rte_mbuf* frame, sim_time now) override {
-        std::uint8_t enable = 0;
-        std::array<std::uint16_t, 8> quanta{};
-        const auto bytes = frame_bytes(frame);
-        if (wire::parse_pfc_frame(bytes, enable, quanta)) {
-            ++pause_frames_received;
-            for (unsigned p = 0; p < 8; ++p)
-                if (enable & (1u << p)) _paused_until[p] = now + wire::pause_quanta_to_time(quanta[p], hundred_gig);
-        } else if (bytes.size() >= 14 + 20 + 8) {
-            wire::udp_header udp;
-            std::memcpy(&udp, bytes.data() + 14 + 20, sizeof udp);
-            ++received_from[udp.source_port.load()];
-        }
-        rte_pktmbuf_free(frame);
-    }
-
-    bool poll(sim_time now) override {
-        bool sent = false;
-        while (sent_frames < _flow.frames && now >= _flow.start && busy_until(0) <= now &&
-               _paused_until[_flow.priority] <= now) {
-            rte_mbuf* m = allocate_frame();
-            if (!m) break;
-            build(rte_pktmbuf_mtod(m, std::uint8_t*), m);
-            transmit(0, m, now);
-            ++sent_frames;
-            sent = true;
-        }
-        return sent;
-    }
-
-    sim_time next_deadline() const override {
-        if (sent_frames >= _flow.frames) return never;
-        return std::max({_flow.start, busy_until(0), _paused_until[_flow.priority]});
-    }
-
-    std::uint16_t source_port() const { return static_cast<std::uint16_t>(40000 + _index); }
-
-    std::uint64_t sent_frames = 0;
-    std::uint64_t pause_frames_received = 0;
-    std::map<std::uint16_t, std::uint64_t> received_from;
-
-private:
-    void build(std::uint8_t*, rte_mbuf* m) {
-        const std::size_t length = 14 + 20 + 8 + _flow.payload;
-        auto* data = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, static_cast<std::uint16_t>(length)));
-        std::memset(data, 0, length);
-        const wire::ethernet_header eth{_flow.next_hop, host_mac(_index), wire::be16(wire::ethertype::ipv4)};
-        std::memcpy(data, &eth, sizeof eth);
-        wire::ipv4_header ip{};
-        ip.version_ihl = 0x45;
-        ip.set_dscp_ecn(_flow.dscp, wire::ecn::ect0);
-        ip.total_length.store(static_cast<std::uint16_t>(20 + 8 + _flow.payload));
-        ip.ttl = 64;
-        ip.protocol = wire::ip_protocol::udp;
-        ip.source.store(host_ip(_index));
-        ip.destination.store(_flow.destination);
-        ip.update_checksum();
-        std::memcpy(data + 14, &ip, sizeof ip);
-        const wire::udp_header udp{wire::be16(source_port()), wire::be16(wire::roce_v2_udp_port),
-                                   wire::be16(static_cast<std::uint16_t>(8 + _flow.payload)), wire::be16(0)};
-        std::memcpy(data + 34, &udp, sizeof udp);
-    }
-
-    unsigned _index;
-    flow _flow;
-    std::array<sim_time, 8> _paused_until{};
-};
+using namespace rocefab::testing;
 
 // N senders on ports 0..N-1 of one switch, all sending to the receiver on port N.
 class incast : public ::testing::Test {
