@@ -40,7 +40,20 @@ nlohmann::ordered_json to_json_value(const topology& fabric) {
                                   {"next_hop_macs", std::move(next_hops)}});
             }
         }
-        switches.push_back({{"name", sw.name}, {"ports", std::move(ports)}, {"routes", std::move(routes)}});
+        json adaptive_interfaces = json::array();
+        for (const port_config& port : sw.ports)
+            if (port.adaptive_routing) adaptive_interfaces.push_back(port.name);
+        switches.push_back({{"name", sw.name},
+                            {"ports", std::move(ports)},
+                            {"routes", std::move(routes)},
+                            {"buffer",
+                             {{"size_bytes", sw.buffer.size_bytes},
+                              {"alpha", sw.buffer.alpha},
+                              {"reserved_bytes", sw.buffer.reserved_bytes}}},
+                            {"adaptive_routing",
+                             {{"enabled", sw.adaptive_routing.enabled},
+                              {"link_utilization_threshold", sw.adaptive_routing.link_utilization_threshold_percent},
+                              {"interfaces", std::move(adaptive_interfaces)}}}});
     }
 
     json links = json::array();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -124,6 +125,21 @@ constexpr std::uint8_t nic_mac_kind = 0x01;
 constexpr std::uint8_t port_mac_kind = 0x02;
 
 // "aa:bb:cc:dd:ee:ff" exactly; mac_address::parse alone (sscanf) would let "2:0:0:0:0:1" or " 02:..." through.
+// One of Spectrum's dynamic-threshold alphas, 2^-7 .. 2^6, written as a number (0.5) or a fraction (1/2).
+std::optional<double> parse_alpha(const std::string& text) {
+    if (text.find('%') != std::string::npos) return std::nullopt; // parse_probability would take it
+    std::optional<double> value;
+    if (const auto slash = text.find('/'); slash != std::string::npos) {
+        const auto over = parse_probability(text.substr(0, slash)), under = parse_probability(text.substr(slash + 1));
+        if (over && under && *under > 0) value = *over / *under;
+    } else {
+        value = parse_probability(text);
+    }
+    for (int n = -7; n <= 6 && value; ++n)
+        if (*value == std::ldexp(1.0, n)) return value;
+    return std::nullopt;
+}
+
 bool parse_mac_strictly(const std::string& text, wire::mac_address& out) {
     if (text.size() != 17) return false;
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -166,6 +182,11 @@ struct pending_port {
     bool on_a; // which end of the link this port is
 };
 
+struct pending_switch {
+    std::optional<std::pair<YAML::Node, std::string>> adaptive_interfaces; // node and key path
+    std::optional<std::pair<YAML::Node, std::string>> routes;
+};
+
 struct named_node {
     enum endpoint::kind kind;
     std::size_t index;
@@ -203,6 +224,7 @@ public:
         check_every_nic_linked(out);
         number_switch_ports(out);
         assign_macs(out);
+        resolve_switch_ports(out);
         out.routes = compute_routes(out);
     }
 
@@ -572,15 +594,146 @@ private:
         if (items.size() > max_generated_index) fail(node, "switches", "too many switches (at most 65534)");
         for (std::size_t s = 0; s < items.size(); ++s) {
             const std::string path = "switches[" + std::to_string(s) + "]";
-            const mapping m = expect_map(items[s], path, {"name", "qos"});
+            const mapping m = expect_map(items[s], path, {"name", "qos", "buffer", "adaptive-routing", "routes"});
             const YAML::Node& name_node = required(m, "name", " (e.g. name: sw1)");
             switch_config sw;
             sw.name = expect_name(name_node, m.child_path("name"));
             claim_name(sw.name, name_node, m.child_path("name"), endpoint::switch_port, s);
             if (const entry* e = m.find("qos")) sw.qos = load_qos(e->value, m.child_path("qos"));
+            if (const entry* e = m.find("buffer")) sw.buffer = load_buffer(e->value, m.child_path("buffer"));
+            // Interfaces and routes name ports, which exist only once the links are read.
+            pending_switch pending;
+            if (const entry* e = m.find("adaptive-routing"))
+                pending.adaptive_interfaces = load_adaptive_routing(e->value, m.child_path("adaptive-routing"), sw);
+            if (const entry* e = m.find("routes")) pending.routes = {e->value, m.child_path("routes")};
+            _pending_switches.push_back(std::move(pending));
             out.switches.push_back(std::move(sw));
         }
         _ports.resize(out.switches.size());
+    }
+
+    buffer_config load_buffer(const YAML::Node& node, const std::string& path) const {
+        const mapping m = expect_map(node, path, {"size", "alpha", "reserved"});
+        buffer_config buffer;
+        if (const entry* e = m.find("size")) {
+            const std::string at = m.child_path("size");
+            const std::string text = expect_scalar(e->value, at, "16MiB");
+            const auto size = parse_bytes(text);
+            constexpr std::uint64_t least = 64 * 1024, most = 1ull << 30;
+            if (!size || *size < least || *size > most)
+                fail(e->value, at,
+                     "bad buffer size '" + text + "'; expected 64KiB to 1024MiB, in bytes or with a unit B, KB, "
+                     "MB, KiB or MiB (Spectrum-2 has 42MB, Spectrum-4 160MB)");
+            buffer.size_bytes = *size;
+        }
+        if (const entry* e = m.find("alpha")) {
+            const std::string at = m.child_path("alpha");
+            const std::string text = expect_scalar(e->value, at, "1");
+            const auto alpha = parse_alpha(text);
+            if (!alpha)
+                fail(e->value, at,
+                     "bad alpha '" + text + "'; Spectrum's dynamic threshold takes a power of two: 1/128, 1/64, "
+                     "1/32, 1/16, 1/8, 1/4, 1/2, 1, 2, 4, 8, 16, 32 or 64");
+            buffer.alpha = *alpha;
+        }
+        if (const entry* e = m.find("reserved")) {
+            const std::string at = m.child_path("reserved");
+            const std::string text = expect_scalar(e->value, at, "0");
+            const auto reserved = parse_bytes(text);
+            if (!reserved || *reserved > 1'000'000)
+                fail(e->value, at,
+                     "bad reserved '" + text + "'; expected 0 to 1MB a priority group, in bytes or with a unit B, "
+                     "KB, MB, KiB or MiB");
+            buffer.reserved_bytes = static_cast<std::uint32_t>(*reserved);
+        }
+        return buffer;
+    }
+
+    // Reads state and threshold into `sw`; returns the interfaces list, if given, to check later.
+    std::optional<std::pair<YAML::Node, std::string>> load_adaptive_routing(const YAML::Node& node, const std::string& path,
+                                                                           switch_config& sw) const {
+        const mapping m = expect_map(node, path, {"state", "link-utilization-threshold", "interfaces"});
+        sw.adaptive_routing.enabled = true; // a switch that configures it means it, unless it says disabled
+        if (const entry* e = m.find("state")) {
+            const std::string at = m.child_path("state");
+            const std::string state = expect_scalar(e->value, at, "enabled");
+            if (state != "enabled" && state != "disabled")
+                fail(e->value, at, "expected enabled or disabled, got '" + state + "'");
+            sw.adaptive_routing.enabled = state == "enabled";
+        }
+        if (const entry* e = m.find("link-utilization-threshold"))
+            sw.adaptive_routing.link_utilization_threshold_percent = static_cast<std::uint8_t>(
+                load_whole(e->value, m.child_path("link-utilization-threshold"), 1, 100, "link-utilization-threshold (%)"));
+        if (const entry* e = m.find("interfaces")) return std::pair{e->value, m.child_path("interfaces")};
+        return std::nullopt;
+    }
+
+    // The port of switch `s` called by the scalar `node`, or an error listing the switch's ports.
+    std::size_t expect_port(const YAML::Node& node, const std::string& path, const topology& out, std::size_t s) const {
+        const std::string name = expect_scalar(node, path, "swp1");
+        const auto& ports = out.switches[s].ports;
+        for (std::size_t p = 0; p < ports.size(); ++p)
+            if (ports[p].name == name) return p;
+        std::vector<std::string> names;
+        for (const auto& port : ports) names.push_back(port.name);
+        fail(node, path,
+             "switch '" + out.switches[s].name + "' has no port '" + name + "' (ports, from links: " + join(names) + ")");
+    }
+
+    // Adaptive-routing interfaces and static routes, now that ports are numbered and MACs assigned.
+    void resolve_switch_ports(topology& out) const {
+        for (std::size_t s = 0; s < out.switches.size(); ++s) {
+            switch_config& sw = out.switches[s];
+            const pending_switch& pending = _pending_switches[s];
+            if (pending.adaptive_interfaces) {
+                const auto& [node, at] = *pending.adaptive_interfaces;
+                for (const YAML::Node& item : expect_list(node, at)) sw.ports[expect_port(item, at, out, s)].adaptive_routing = true;
+            } else {
+                for (std::size_t p = 0; p < sw.ports.size(); ++p)
+                    sw.ports[p].adaptive_routing = out.peer_of({endpoint::switch_port, s, p}).kind == endpoint::switch_port;
+            }
+            if (!pending.routes) continue;
+            const auto& [node, at] = *pending.routes;
+            const auto items = expect_list(node, at);
+            for (std::size_t i = 0; i < items.size(); ++i) {
+                const std::string path = at + "[" + std::to_string(i) + "]";
+                const mapping m = expect_map(items[i], path, {"prefix", "via"});
+                const YAML::Node& prefix_node = required(m, "prefix", " (e.g. prefix: 10.0.3.0/24)");
+                const std::string text = expect_scalar(prefix_node, m.child_path("prefix"), "10.0.3.0/24");
+                const auto prefix = parse_ip_prefix(text);
+                if (!prefix)
+                    fail(prefix_node, m.child_path("prefix"),
+                         "bad prefix '" + text + "'; expected ADDRESS/LENGTH, e.g. 10.0.3.0/24 or fd00:3::/64");
+                route r;
+                r.destination = *prefix;
+                r.destination.address = network_of(*prefix);
+                if (r.destination.address != prefix->address)
+                    fail(prefix_node, m.child_path("prefix"),
+                         "prefix " + text + " has host bits set; did you mean " + r.destination.to_string() + "?");
+                for (const route& earlier : sw.static_routes)
+                    if (earlier.destination == r.destination)
+                        fail(prefix_node, m.child_path("prefix"), "prefix " + text + " has a static route already");
+                const YAML::Node& via = required(m, "via", " (e.g. via: [swp2])");
+                const auto ports = expect_list(via, m.child_path("via"));
+                if (ports.empty()) fail(via, m.child_path("via"), "a route needs at least one port");
+                for (const YAML::Node& port_node : ports) {
+                    const std::size_t p = expect_port(port_node, m.child_path("via"), out, s);
+                    if (std::find(r.egress_ports.begin(), r.egress_ports.end(), p) != r.egress_ports.end())
+                        fail(port_node, m.child_path("via"), "port '" + sw.ports[p].name + "' is listed twice");
+                    r.egress_ports.push_back(p);
+                }
+                std::sort(r.egress_ports.begin(), r.egress_ports.end());
+                for (std::size_t p : r.egress_ports) r.next_hop_macs.push_back(out.mac_of(out.peer_of({endpoint::switch_port, s, p})));
+                sw.static_routes.push_back(std::move(r));
+            }
+        }
+    }
+
+    static wire::ipv6_address network_of(const ip_prefix& prefix) {
+        wire::ipv6_address network = prefix.address;
+        const unsigned first = prefix.v6 ? 0 : 96, bits = first + prefix.length;
+        for (unsigned i = bits; i < 128; ++i) network.bytes[i / 8] &= static_cast<std::uint8_t>(~(0x80u >> (i % 8)));
+        return network;
     }
 
     void load_hosts(const YAML::Node& node, topology& out) {
@@ -810,6 +963,7 @@ private:
     std::map<std::string, named_node> _names;
     std::vector<std::vector<nic_state>> _nics;     // per host, per NIC
     std::vector<std::vector<pending_port>> _ports; // per switch, in order of appearance
+    std::vector<pending_switch> _pending_switches;  // per switch
     std::map<wire::ipv6_address, std::pair<std::string, int>> _addresses;
 };
 

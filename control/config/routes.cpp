@@ -69,6 +69,12 @@ std::vector<std::vector<route>> compute_routes(const topology& fabric) {
             }
         }
     }
+    for (std::size_t s = 0; s < fabric.switches.size(); ++s) {
+        for (const route& fixed : fabric.switches[s].static_routes) {
+            std::erase_if(tables[s], [&](const route& r) { return r.destination == fixed.destination; });
+            tables[s].push_back(fixed);
+        }
+    }
     return tables;
 }
 

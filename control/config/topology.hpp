@@ -23,6 +23,17 @@
 //       egress-scheduler: { 0: { mode: dwrr, bw-percent: 50 }, 6: { mode: strict } }      per traffic class
 //       congestion-control: { 3: { ecn: enable, min-threshold: 150000, max-threshold: 1500000, probability: 100 } }
 //       pfc-watchdog: { state: enable, polling-interval: 100ms, robustness: 3, action: drop }   or forward, alert
+//   a switch may also say (each key optional):
+//     buffer: { size: 16MiB, alpha: 1, reserved: 0 }  the shared pool; Spectrum's dynamic threshold (a power
+//                                                     of two from 1/128 to 64); bytes each priority group
+//                                                     of each port keeps for itself
+//     adaptive-routing: { state: enabled, link-utilization-threshold: 70, interfaces: [swp31, swp32] }
+//                                                     NVUE's router adaptive-routing; interfaces default to
+//                                                     every port cabled to another switch
+//     routes: [ { prefix: 10.0.3.1/32, via: [swp2] } ]  static routes out of the named ports, to the
+//                                                     neighbour at their far end; a static route replaces
+//                                                     the computed route for the same prefix (a static
+//                                                     route's administrative distance is lower than BGP's)
 // Unknown keys are errors at every level (a misspelt `sped:` must not silently fall back to a default).
 #pragma once
 
@@ -91,6 +102,20 @@ struct port_config {
     // 02:02:SS:SS:PP:PP with SSSS = switch index + 1 and PPPP = port index + 1.
     wire::mac_address mac;
     std::size_t link_index = 0;
+    bool adaptive_routing = false; // listed in (or defaulted into) the switch's adaptive-routing interfaces
+};
+
+struct route {
+    ip_prefix destination;                       // a /32 or /128 host route, or a static route's prefix
+    std::vector<std::size_t> egress_ports;       // switch port indices, ascending (the ECMP set)
+    std::vector<wire::mac_address> next_hop_macs; // one per egress port: the MAC at the other end of its link
+};
+
+// The shared buffer of switch_emu::switch_spec, with its defaults.
+struct buffer_config {
+    std::size_t size_bytes = switch_emu::switch_spec{}.buffer_bytes;
+    double alpha = switch_emu::switch_spec{}.buffer_alpha;
+    std::uint32_t reserved_bytes = switch_emu::switch_spec{}.reserved_bytes_per_group;
 };
 
 // Ports exist because links name them. They are ordered by name with digit runs compared as numbers
@@ -99,6 +124,9 @@ struct switch_config {
     std::string name;
     std::vector<port_config> ports;
     switch_emu::qos_spec qos; // the `roce` preset unless the file says otherwise
+    buffer_config buffer;
+    switch_emu::adaptive_routing_spec adaptive_routing; // per-port enablement is in port_config
+    std::vector<route> static_routes;                   // in file order
 };
 
 struct endpoint {
@@ -114,12 +142,6 @@ struct link_config {
     int line = 0; // of the link in the file, for messages about it at run time
 };
 
-struct route {
-    ip_prefix destination;                       // a /32 or /128 host route
-    std::vector<std::size_t> egress_ports;       // switch port indices, ascending (the ECMP set)
-    std::vector<wire::mac_address> next_hop_macs; // one per egress port: the MAC at the other end of its link
-};
-
 struct topology {
     std::string name;
     std::string source_file;
@@ -130,7 +152,8 @@ struct topology {
     // For each switch, its routing table: one /32 (or /128) host route per NIC address in the fabric, in host
     // then NIC order, with the egress ports on all shortest paths (BFS over switches; hosts never forward), plus
     // nothing else. A NIC with no path from a switch (a back-to-back host link, a disconnected part of the
-    // fabric) has no route on that switch.
+    // fabric) has no route on that switch. A switch's static routes are added, each replacing the computed
+    // route for its prefix.
     std::vector<std::vector<route>> routes;
 
     // The MAC a NIC sends to: the switch port (or the other NIC, for a back-to-back link) at the far end of

@@ -73,6 +73,18 @@ std::optional<std::uint64_t> parse_speed(std::string_view text) {
     return with_unit(text, units);
 }
 
+std::optional<std::uint64_t> parse_bytes(std::string_view text) {
+    static constexpr std::array<std::pair<std::string_view, std::uint64_t>, 6> units{{
+        {"", 1},
+        {"B", 1},
+        {"KB", 1'000},
+        {"MB", 1'000'000},
+        {"KiB", 1u << 10},
+        {"MiB", 1u << 20},
+    }};
+    return with_unit(text, units);
+}
+
 std::optional<sim_time> parse_duration(std::string_view text) {
     static constexpr std::array<std::pair<std::string_view, std::uint64_t>, 4> units{{
         {"ns", 1},

@@ -16,6 +16,9 @@ namespace rocefab::config {
 // a bare "100" is ambiguous (Mb/s on Cumulus `link-speed`, Gb/s in casual speech), so it is rejected.
 std::optional<std::uint64_t> parse_speed(std::string_view text);
 
+// A size in bytes: a whole number ("150000"), or a number with a unit B, KB or MB (10^3, 10^6) or
+// KiB or MiB (2^10, 2^20), as switch buffer sizes are quoted ("16MiB", "1.5MB").
+std::optional<std::uint64_t> parse_bytes(std::string_view text);
 // "<number><unit>" with unit ns, us (or µs) or ms; the result must be a whole number of nanoseconds.
 std::optional<sim_time> parse_duration(std::string_view text);
 

@@ -1,0 +1,24 @@
+// What the topology file says, turned into what the data plane is built from: a switch_spec for
+// each switch and a link_model for each cable. Shared by the realtime fabric (the daemon) and
+// fabrics built under virtual time (scenario tests, simulations).
+#pragma once
+
+#include "control/config/topology.hpp"
+#include "dataplane/link.hpp"
+#include "switch_emu/switch_spec.hpp"
+
+#include <cstddef>
+
+namespace rocefab::control {
+
+// How a fabric is driven changes how a switch must behave at its edges (switch_spec's
+// transmit_fifo and pfc_reaction).
+enum class clocking { realtime, virtual_time };
+
+link_model model_of(const config::link_params& params);
+
+// The spec of switch `index`: its ports, routes (computed and static), bridged neighbours, QoS,
+// buffer, adaptive routing and seeds, all from `topology`.
+switch_emu::switch_spec switch_spec_of(const config::topology& topology, std::size_t index, clocking clock);
+
+} // namespace rocefab::control
