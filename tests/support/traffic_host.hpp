@@ -42,7 +42,9 @@ public:
         std::uint16_t source_port = 0;
     };
 
-    traffic_host(unsigned index, flow f) : node("h" + std::to_string(index), 1), _index(index), _flow(f) {}
+    // `link_bps`: the speed of its link, which pause quanta are counted in.
+    traffic_host(unsigned index, flow f, std::uint64_t link_bps = hundred_gig)
+        : node("h" + std::to_string(index), 1), _index(index), _flow(f), _link_bps(link_bps) {}
 
     void receive(std::uint16_t, rte_mbuf* frame, sim_time now) override {
         std::uint8_t enable = 0;
@@ -51,7 +53,7 @@ public:
         if (wire::parse_pfc_frame(bytes, enable, quanta)) {
             ++pause_frames_received;
             for (unsigned p = 0; p < 8; ++p)
-                if (enable & (1u << p)) _paused_until[p] = now + wire::pause_quanta_to_time(quanta[p], hundred_gig);
+                if (enable & (1u << p)) _paused_until[p] = now + wire::pause_quanta_to_time(quanta[p], _link_bps);
         } else if (bytes.size() >= 14 + 20 + 8) {
             wire::udp_header udp;
             std::memcpy(&udp, bytes.data() + 14 + 20, sizeof udp);
@@ -114,6 +116,7 @@ private:
 
     unsigned _index;
     flow _flow;
+    std::uint64_t _link_bps;
     std::array<sim_time, 8> _paused_until{};
 };
 
