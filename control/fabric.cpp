@@ -313,18 +313,7 @@ nlohmann::json fabric::counters() {
         nlohmann::json out;
         out["fabric"] = _topology.name;
         nlohmann::json switches = nlohmann::json::array();
-        for (const auto& sw : _switches) {
-            nlohmann::json ports = nlohmann::json::array();
-            for (std::uint16_t p = 0; p < sw->port_count(); ++p) {
-                nlohmann::json port;
-                port["port"] = sw->spec().ports[p].name;
-                sw->for_each_counter(p, [&](std::string_view name, std::uint64_t value) {
-                    port[std::string(name)] = value;
-                });
-                ports.push_back(std::move(port));
-            }
-            switches.push_back({{"name", sw->name()}, {"ports", std::move(ports)}});
-        }
+        for (const auto& sw : _switches) switches.push_back(sw->counters_json());
         out["switches"] = std::move(switches);
         nlohmann::json nics = nlohmann::json::array();
         for (std::size_t h = 0; h < _nics.size(); ++h) {

@@ -56,6 +56,7 @@ shared_buffer::verdict shared_buffer::admit(std::uint16_t ingress, std::uint8_t 
         return verdict::tail_drop;
     }
     _peak = std::max(_peak, in_use());
+    g.peak = std::max(g.peak, g.reserved + g.shared + g.headroom);
     const std::uint64_t held = egress[port_counter::buffer_bytes] + bytes;
     egress.set(port_counter::buffer_bytes, held);
     egress.set(port_counter::buffer_peak_bytes, std::max(egress[port_counter::buffer_peak_bytes], held));

@@ -53,10 +53,17 @@ public:
     std::uint32_t headroom_used(std::uint16_t port, std::uint8_t priority) const {
         return group(port, priority).headroom;
     }
+    // What a priority group holds now in all three pools, and the most it has held.
+    std::uint32_t group_bytes(std::uint16_t port, std::uint8_t priority) const {
+        const priority_group& g = group(port, priority);
+        return g.reserved + g.shared + g.headroom;
+    }
+    std::uint32_t group_peak(std::uint16_t port, std::uint8_t priority) const { return group(port, priority).peak; }
 
 private:
     struct priority_group {
         std::uint32_t reserved = 0, shared = 0, headroom = 0; // bytes held in each pool
+        std::uint32_t peak = 0;                               // the most held at once
     };
     priority_group& group(std::uint16_t port, std::uint8_t priority) { return _groups[port * 8u + priority]; }
     const priority_group& group(std::uint16_t port, std::uint8_t priority) const { return _groups[port * 8u + priority]; }

@@ -55,6 +55,26 @@ inline constexpr std::array<std::string_view, port_counter_count> port_counter_n
 
 inline constexpr std::string_view name_of(port_counter c) { return port_counter_names[static_cast<std::size_t>(c)]; }
 
+// One egress queue (port, traffic class): the columns of NVUE's
+// `nv show interface swpN counters qos egress-queue-stats`. The current depth is the queue's own.
+struct queue_counters {
+    std::uint64_t tx_packets = 0;
+    std::uint64_t tx_bytes = 0;
+    std::uint64_t tail_drops = 0;     // Tx Uc Buffer Discards
+    std::uint64_t wred_drops = 0;     // Wred Discards
+    std::uint64_t watchdog_drops = 0; // PFC watchdog, action drop
+    std::uint64_t ecn_marked = 0;     // Ecn Marked Packets
+    std::uint64_t peak_bytes = 0;     // Max Buffer Usage
+};
+
+// One ingress priority group (port, switch priority): what `counters qos ingress-buffer-stats`
+// and ethtool's rx_frames_prio_N / rx_octets_prio_N show. Its buffer use is the buffer's own.
+struct ingress_counters {
+    std::uint64_t rx_packets = 0;
+    std::uint64_t rx_bytes = 0;
+    std::uint64_t headroom_drops = 0;
+};
+
 // One port's counters. Plain integers: a switch is driven by one thread at a time.
 class port_counters {
 public:

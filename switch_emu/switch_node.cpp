@@ -18,7 +18,8 @@ switch_spec checked(switch_spec spec) {
 
 switch_node::switch_node(switch_spec spec)
     : node(spec.name, static_cast<std::uint16_t>(spec.ports.size())), _spec(checked(std::move(spec))),
-      _counters(_spec.ports.size()), _router(_spec), _buffer(_spec),
+      _counters(_spec.ports.size()), _queue_counters(_spec.ports.size()), _ingress_counters(_spec.ports.size()),
+      _router(_spec), _buffer(_spec),
       _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames),
       _scheduler(_spec.qos.ets, static_cast<std::uint16_t>(_spec.ports.size())),
       _congestion(_spec.qos, _spec.random_seed), _pfc(_spec), _watchdog(_spec) {}
@@ -61,6 +62,9 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
     }
 
     classify_frame(_spec.qos, parsed, meta(frame));
+    ingress_counters& by_priority = _ingress_counters[port][meta(frame).priority];
+    ++by_priority.rx_packets;
+    by_priority.rx_bytes += length;
 
     std::uint16_t egress = 0;
     if (parsed.bridged) {
@@ -96,23 +100,32 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     const std::uint8_t tc = meta(frame).traffic_class;
     const std::uint8_t priority = meta(frame).priority;
     const std::uint16_t ingress = meta(frame).ingress_port;
-    if ((_watchdog.stormed(egress) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop)
+    queue_counters& queue = _queue_counters[egress][tc];
+    if ((_watchdog.stormed(egress) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop) {
+        ++queue.watchdog_drops;
         return drop(frame, egress, port_counter::watchdog_drops);
+    }
     switch (_congestion.decide(tc, _queues.depth_bytes(egress, tc), parsed.ecn)) {
     case congestion_verdict::pass: break;
     case congestion_verdict::mark:
         if (parsed.ecn != wire::ecn::ce) { // one already marked upstream stays as it is
             mark_congestion_experienced(frame, parsed);
             out.bump(port_counter::ecn_marked);
+            ++queue.ecn_marked;
         }
         break;
-    case congestion_verdict::drop: return drop(frame, egress, port_counter::wred_drops);
+    case congestion_verdict::drop: ++queue.wred_drops; return drop(frame, egress, port_counter::wred_drops);
     }
     buffer_pool pool;
     switch (_buffer.admit(ingress, priority, length, out, pool)) {
     case shared_buffer::verdict::admitted: break;
-    case shared_buffer::verdict::tail_drop: rte_pktmbuf_free(frame); return; // counted on egress
-    case shared_buffer::verdict::headroom_drop: return drop(frame, ingress, port_counter::headroom_drops);
+    case shared_buffer::verdict::tail_drop: // counted on the egress port by admit()
+        ++queue.tail_drops;
+        rte_pktmbuf_free(frame);
+        return;
+    case shared_buffer::verdict::headroom_drop:
+        ++_ingress_counters[ingress][priority].headroom_drops;
+        return drop(frame, ingress, port_counter::headroom_drops);
     }
     meta(frame).buffer_pool = static_cast<std::uint8_t>(pool);
     if (_buffer.wants_pause(ingress, priority) && _pfc.start_pausing(ingress, priority, now))
@@ -120,8 +133,10 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     if (!_queues.enqueue(egress, meta(frame).traffic_class, frame)) {
         // The ring is the buffer's frame-count limit: to the user it is the same tail drop.
         _buffer.release(ingress, priority, pool, length, out);
+        ++queue.tail_drops;
         return drop(frame, egress, port_counter::tail_drops);
     }
+    queue.peak_bytes = std::max(queue.peak_bytes, _queues.depth_bytes(egress, tc));
     // An idle link starts sending at once, as a real port would; a busy one waits for poll().
     drain_port(egress, now);
 }
@@ -139,12 +154,45 @@ void switch_node::send_pfc(std::uint16_t port, std::uint8_t priority, std::uint1
 
 nlohmann::json switch_node::counters_json() const {
     nlohmann::json ports = nlohmann::json::array();
-    for (std::uint16_t port = 0; port < port_count(); ++port)
-        ports.push_back({{"port", port}, {"name", _spec.ports[port].name}, {"counters", _counters[port].to_json()}});
+    for (std::uint16_t port = 0; port < port_count(); ++port) ports.push_back(port_json(port));
     return {{"name", name()},
             {"buffer", {{"size_bytes", _buffer.size()}, {"in_use_bytes", _buffer.in_use()}, {"peak_bytes", _buffer.peak()}}},
             {"adaptive_routing", {{"enabled", _spec.adaptive_routing.enabled}, {"rerouted", _router.rerouted()}}},
             {"ports", std::move(ports)}};
+}
+
+nlohmann::json switch_node::port_json(std::uint16_t port) const {
+    nlohmann::json out;
+    out["port"] = _spec.ports[port].name;
+    for_each_counter(port, [&](std::string_view name, std::uint64_t value) { out[std::string(name)] = value; });
+    nlohmann::json queues = nlohmann::json::array(), priorities = nlohmann::json::array();
+    for (std::uint8_t i = 0; i < traffic_class_count; ++i) {
+        const queue_counters& q = _queue_counters[port][i];
+        queues.push_back({{"tc", i},
+                          {"tx_packets", q.tx_packets},
+                          {"tx_bytes", q.tx_bytes},
+                          {"tail_drops", q.tail_drops},
+                          {"wred_drops", q.wred_drops},
+                          {"watchdog_drops", q.watchdog_drops},
+                          {"ecn_marked", q.ecn_marked},
+                          {"depth_bytes", _queues.depth_bytes(port, i)},
+                          {"peak_bytes", q.peak_bytes}});
+        const ingress_counters& in = _ingress_counters[port][i];
+        const priority_counters pfc = _pfc.counters(port, i);
+        priorities.push_back({{"priority", i},
+                              {"rx_packets", in.rx_packets},
+                              {"rx_bytes", in.rx_bytes},
+                              {"headroom_drops", in.headroom_drops},
+                              {"buffer_bytes", _buffer.group_bytes(port, i)},
+                              {"buffer_peak_bytes", _buffer.group_peak(port, i)},
+                              {"rx_pause", pfc.rx_pause},
+                              {"rx_pause_duration", pfc.rx_pause_duration_us},
+                              {"tx_pause", pfc.tx_pause},
+                              {"tx_pause_duration", pfc.tx_pause_duration_us}});
+    }
+    out["queues"] = std::move(queues);
+    out["priorities"] = std::move(priorities);
+    return out;
 }
 
 } // namespace rocefab::switch_emu

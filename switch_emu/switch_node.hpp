@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,9 +52,22 @@ public:
             f("tx_" + prio + "_pause_duration", c.tx_pause_duration_us);
         }
     }
+    // Per traffic class of `port`: its egress queue's counters, and what it holds now.
+    const queue_counters& queue_stats(std::uint16_t port, std::uint8_t tc) const { return _queue_counters[port][tc]; }
+    std::uint64_t queue_depth_bytes(std::uint16_t port, std::uint8_t tc) const { return _queues.depth_bytes(port, tc); }
+    // Per switch priority of `port`: what arrived in it.
+    const ingress_counters& ingress_stats(std::uint16_t port, std::uint8_t priority) const {
+        return _ingress_counters[port][priority];
+    }
     // {"name", "buffer": {"size_bytes", "in_use_bytes", "peak_bytes"}, "adaptive_routing": {"enabled", "rerouted"},
-    //  "ports": [{"port", "name", "counters": {name: value}}]}, ports in spec order.
+    //  "ports": [port_json(0), ...]}, ports in spec order.
     nlohmann::json counters_json() const;
+    // {"port": name, every for_each_counter() name: value,
+    //  "queues": [{"tc", "tx_packets", "tx_bytes", "tail_drops", "wred_drops", "watchdog_drops", "ecn_marked",
+    //              "depth_bytes", "peak_bytes"}] (8, by traffic class),
+    //  "priorities": [{"priority", "rx_packets", "rx_bytes", "headroom_drops", "buffer_bytes",
+    //                  "buffer_peak_bytes", "rx_pause", "rx_pause_duration", "tx_pause", "tx_pause_duration"}]}
+    nlohmann::json port_json(std::uint16_t port) const;
 
     priority_counters pfc_counters(std::uint16_t port, std::uint8_t priority) const {
         return _pfc.counters(port, priority);
@@ -81,6 +95,8 @@ private:
 
     switch_spec _spec;
     std::vector<port_counters> _counters;
+    std::vector<std::array<queue_counters, traffic_class_count>> _queue_counters;
+    std::vector<std::array<ingress_counters, traffic_class_count>> _ingress_counters;
     router _router;
     shared_buffer _buffer;
     egress_queues _queues;

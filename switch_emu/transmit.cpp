@@ -23,6 +23,9 @@ bool switch_node::drain_port(std::uint16_t port, sim_time now) {
         _scheduler.sent(port, *tc, length);
         out.bump(port_counter::tx_packets);
         out.bump(port_counter::tx_bytes, length);
+        queue_counters& queue = _queue_counters[port][*tc];
+        ++queue.tx_packets;
+        queue.tx_bytes += length;
         transmit(port, frame, now);
         sent_any = true;
     }
@@ -52,6 +55,7 @@ void switch_node::poll_watchdog(sim_time now) {
             while (rte_mbuf* frame = _queues.dequeue(port, static_cast<std::uint8_t>(tc))) {
                 release_frame(frame, port, now);
                 c.bump(port_counter::watchdog_drops);
+                ++_queue_counters[port][tc].watchdog_drops;
                 rte_pktmbuf_free(frame);
             }
         }

@@ -194,20 +194,66 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
     fail("cannot run " + program.front() + ": " + std::strerror(errno), 127);
 }
 
+unsigned long long number(const json& object, const char* key) {
+    return static_cast<unsigned long long>(object.value(key, std::uint64_t{0}));
+}
+
+// A switch port's counters in the layout of Cumulus NVUE's counter commands: the port's nonzero
+// counters, then `nv show interface swpN counters qos egress-queue-stats` and `... pfc-stats`
+// with the rows that saw traffic.
+void print_switch_port(const json& port) {
+    const std::string name = port["port"].get<std::string>();
+    std::vector<std::pair<std::string, unsigned long long>> nonzero;
+    for (const auto& [key, value] : port.items())
+        if (value.is_number_unsigned() && value.get<std::uint64_t>() != 0) nonzero.emplace_back(key, value.get<std::uint64_t>());
+    if (nonzero.empty()) return;
+    std::printf("\n%s\n", name.c_str());
+    for (const auto& [key, value] : nonzero) std::printf("  %-32s %16llu\n", key.c_str(), value);
+
+    bool header = false;
+    for (const auto& q : port["queues"]) {
+        if (!number(q, "tx_packets") && !number(q, "tail_drops") && !number(q, "wred_drops") &&
+            !number(q, "watchdog_drops") && !number(q, "peak_bytes"))
+            continue;
+        if (!header) {
+            std::printf("  Egress Queue Statistics\n  %-13s  %12s  %16s  %21s  %13s  %18s  %20s  %16s\n", "Traffic Class",
+                        "Tx Frames", "Tx Bytes", "Tx Uc Buffer Discards", "Wred Discards", "Ecn Marked Packets",
+                        "Current Buffer Usage", "Max Buffer Usage");
+            header = true;
+        }
+        std::printf("  %-13llu  %12llu  %16llu  %21llu  %13llu  %18llu  %20llu  %16llu\n", number(q, "tc"),
+                    number(q, "tx_packets"), number(q, "tx_bytes"), number(q, "tail_drops"),
+                    number(q, "wred_drops") + number(q, "watchdog_drops"), number(q, "ecn_marked"),
+                    number(q, "depth_bytes"), number(q, "peak_bytes"));
+    }
+    header = false;
+    for (const auto& p : port["priorities"]) {
+        if (!number(p, "rx_pause") && !number(p, "tx_pause")) continue;
+        if (!header) {
+            std::printf("  PFC Statistics\n  %-15s  %15s  %20s  %15s  %20s\n", "switch-priority", "Rx Pause Frames",
+                        "Rx Pause Duration us", "Tx Pause Frames", "Tx Pause Duration us");
+            header = true;
+        }
+        std::printf("  %-15llu  %15llu  %20llu  %15llu  %20llu\n", number(p, "priority"), number(p, "rx_pause"),
+                    number(p, "rx_pause_duration"), number(p, "tx_pause"), number(p, "tx_pause_duration"));
+    }
+}
+
 void print_counters(const json& counters) {
     std::printf("fabric %s\n", counters.value("fabric", std::string()).c_str());
     for (const auto& sw : counters["switches"]) {
-        std::printf("\nswitch %s (nonzero counters)\n", sw["name"].get<std::string>().c_str());
-        std::printf("  %-8s %-28s %16s\n", "port", "counter", "value");
-        for (const auto& port : sw["ports"]) {
-            for (const auto& [key, value] : port.items()) {
-                if (key == "port" || !value.is_number() || value.get<std::uint64_t>() == 0) continue;
-                std::printf("  %-8s %-28s %16llu\n", port["port"].get<std::string>().c_str(), key.c_str(),
-                            static_cast<unsigned long long>(value.get<std::uint64_t>()));
-            }
-        }
+        const json& buffer = sw["buffer"];
+        std::printf("\nswitch %s: buffer %llu of %llu bytes in use, peak %llu", sw["name"].get<std::string>().c_str(),
+                    number(buffer, "in_use_bytes"), number(buffer, "size_bytes"), number(buffer, "peak_bytes"));
+        if (sw["adaptive_routing"].value("enabled", false))
+            std::printf("; adaptive routing rerouted %llu packets", number(sw["adaptive_routing"], "rerouted"));
+        std::printf("\n");
+        for (const auto& port : sw["ports"]) print_switch_port(port);
     }
     for (const auto& nic : counters["nics"]) {
+        bool active = false;
+        for (const auto& [key, value] : nic["counters"].items()) active |= value.get<std::uint64_t>() != 0;
+        if (!active) continue;
         std::printf("\nnic %s/%s (nonzero counters)\n", nic["host"].get<std::string>().c_str(),
                     nic["nic"].get<std::string>().c_str());
         for (const auto& [key, value] : nic["counters"].items())
@@ -216,17 +262,14 @@ void print_counters(const json& counters) {
     }
     std::printf("\nlinks\n  %-24s %12s %16s %10s %10s %10s %10s %10s\n", "link", "tx_frames", "tx_bytes", "drops",
                 "lost", "corrupted", "duplicated", "reordered");
-    auto count = [](const json& l, const char* key) {
-        return static_cast<unsigned long long>(l.value(key, std::uint64_t{0}));
-    };
     for (const auto& l : counters["links"]) {
         const std::uint64_t drops = l["drops_link_down"].get<std::uint64_t>() + l["drops_mtu"].get<std::uint64_t>() +
                                     l["drops_queue_full"].get<std::uint64_t>();
         std::printf("  %-24s %12llu %16llu %10llu %10llu %10llu %10llu %10llu%s\n", l["link"].get<std::string>().c_str(),
                     static_cast<unsigned long long>(l["tx_frames"].get<std::uint64_t>()),
                     static_cast<unsigned long long>(l["tx_bytes"].get<std::uint64_t>()),
-                    static_cast<unsigned long long>(drops), count(l, "drops_loss"), count(l, "frames_corrupted"),
-                    count(l, "frames_duplicated"), count(l, "frames_reordered"), l.value("up", true) ? "" : "  (down)");
+                    static_cast<unsigned long long>(drops), number(l, "drops_loss"), number(l, "frames_corrupted"),
+                    number(l, "frames_duplicated"), number(l, "frames_reordered"), l.value("up", true) ? "" : "  (down)");
     }
 }
 

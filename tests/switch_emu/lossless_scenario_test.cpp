@@ -130,6 +130,26 @@ TEST_F(incast, a_lossy_class_next_to_a_lossless_one_drops_only_in_the_lossy_one)
     EXPECT_LT(lossy_received, 4 * frames_each);
     EXPECT_EQ(counter(8, port_counter::tail_drops), 4 * frames_each - lossy_received);
     for (unsigned h = 0; h < 8; ++h) EXPECT_EQ(counter(h, port_counter::headroom_drops), 0u);
+
+    // The same story per queue and per priority, as `egress-queue-stats` and `pfc-stats` tell it.
+    const queue_counters& lossy = _switch->queue_stats(8, 0);
+    const queue_counters& lossless = _switch->queue_stats(8, 3);
+    EXPECT_EQ(lossy.tail_drops, 4 * frames_each - lossy_received);
+    EXPECT_EQ(lossless.tail_drops, 0u);
+    EXPECT_EQ(lossy.tx_packets, lossy_received);
+    EXPECT_EQ(lossless.tx_packets, 4 * frames_each);
+    EXPECT_EQ(lossy.tx_bytes + lossless.tx_bytes, counter(8, port_counter::tx_bytes));
+    EXPECT_EQ(lossy.ecn_marked + lossless.ecn_marked, counter(8, port_counter::ecn_marked));
+    EXPECT_GT(lossless.ecn_marked, 0u); // the queue passed the ECN band
+    EXPECT_GT(lossless.peak_bytes, 150'000u);
+    EXPECT_EQ(_switch->queue_depth_bytes(8, 3), 0u); // drained
+    for (unsigned h = 0; h < 8; ++h) {
+        SCOPED_TRACE(h);
+        const std::uint8_t priority = h < 4 ? 3 : 0;
+        EXPECT_EQ(_switch->ingress_stats(static_cast<std::uint16_t>(h), priority).rx_packets, frames_each);
+        EXPECT_EQ(_switch->buffer().group_bytes(static_cast<std::uint16_t>(h), priority), 0u);
+        EXPECT_GT(_switch->buffer().group_peak(static_cast<std::uint16_t>(h), priority), 0u);
+    }
 }
 
 TEST_F(incast, too_little_headroom_shows_as_headroom_drops_not_tail_drops) {

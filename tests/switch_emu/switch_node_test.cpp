@@ -1031,10 +1031,13 @@ TEST_F(switch_pipeline, counters_are_listed_by_name_for_every_port) {
     const nlohmann::json json = sw->counters_json();
     EXPECT_EQ(json["name"], "leaf1");
     ASSERT_EQ(json["ports"].size(), 5u);
-    EXPECT_EQ(json["ports"][1]["name"], "swp2");
-    EXPECT_EQ(json["ports"][1]["counters"]["tx_packets"], 1);
-    EXPECT_EQ(json["ports"][0]["counters"]["rx_packets"], 1);
-    EXPECT_EQ(json["ports"][0]["counters"].size(), port_counter_count);
+    EXPECT_EQ(json["ports"][1]["port"], "swp2");
+    EXPECT_EQ(json["ports"][1]["tx_packets"], 1);
+    EXPECT_EQ(json["ports"][0]["rx_packets"], 1);
+    EXPECT_EQ(json["ports"][0]["rx_prio3_pause"], 0);
+    EXPECT_EQ(json["ports"][0]["queues"].size(), traffic_class_count);
+    EXPECT_EQ(json["ports"][1]["queues"][0]["tx_packets"], 1); // DSCP 0: traffic class 0
+    EXPECT_EQ(json["ports"][0]["priorities"][0]["rx_packets"], 1);
     EXPECT_EQ(json["buffer"]["size_bytes"], 16 * 1024 * 1024);
 }
 
