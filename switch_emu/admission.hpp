@@ -7,7 +7,8 @@
 //     in flight into its headroom. Headroom that overflows means the headroom is too small for
 //     the cable and speed: a configuration error, counted as its own drop reason.
 // A lossless PG resumes its neighbour (XON) once its headroom is empty and its shared bytes are
-// two frames below the threshold.
+// two frames below the threshold. Lossy frames also meet the same dynamic threshold at their
+// egress queue (egress_allows).
 //
 // Headroom per lossless PG of a port: the bytes that can still arrive after the switch decides to
 // pause, an equivalent of NVIDIA's buffer formula:
@@ -39,6 +40,14 @@ public:
     // Returns what admit() took, when the frame leaves (or is dropped after admission).
     void release(std::uint16_t ingress, std::uint8_t priority, buffer_pool pool, std::uint32_t bytes,
                  port_counters& egress);
+
+    // Egress admission: a lossy frame is also refused when its egress queue already holds its
+    // dynamic threshold (alpha x free shared bytes), as Spectrum bounds each egress queue, so
+    // one congested port cannot take the whole pool from the others. A lossless frame is never
+    // refused at egress: its ingress PG pauses the sender instead.
+    bool egress_allows(std::uint8_t priority, std::uint64_t queue_bytes, std::uint32_t bytes) const {
+        return lossless(priority) || queue_bytes + bytes <= threshold();
+    }
 
     // PFC: whether the lossless PG has reached its threshold (pause the neighbour), and whether
     // it has drained enough to let the neighbour resume.

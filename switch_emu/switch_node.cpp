@@ -116,6 +116,10 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
         break;
     case congestion_verdict::drop: ++queue.wred_drops; return drop(frame, egress, port_counter::wred_drops);
     }
+    if (!_buffer.egress_allows(priority, _queues.depth_bytes(egress, tc), length)) {
+        ++queue.tail_drops;
+        return drop(frame, egress, port_counter::tail_drops);
+    }
     buffer_pool pool;
     switch (_buffer.admit(ingress, priority, length, out, pool)) {
     case shared_buffer::verdict::admitted: break;

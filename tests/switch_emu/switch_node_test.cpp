@@ -909,21 +909,30 @@ TEST_F(switch_pipeline, full_shared_buffer_tail_drops_and_tracks_occupancy_per_p
 }
 
 // Spectrum's dynamic threshold: a priority group may hold alpha x the free shared bytes, so with
-// alpha 1 a single lossy group stops at half the pool, and a second group still finds room.
-TEST_F(switch_pipeline, a_lossy_group_stops_at_its_dynamic_threshold_and_leaves_room_for_others) {
+// alpha 1 a single lossy group stops at half the pool, and a second group still finds room. An
+// egress queue meets the same threshold: a second group sending to the full queue finds none.
+TEST_F(switch_pipeline, a_lossy_group_and_queue_stop_at_their_dynamic_threshold_and_leave_room_for_others) {
     const auto bytes = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.payload = 958}); // 1000 B
     ASSERT_EQ(bytes.size(), 1000u);
     auto spec = test_spec();
     spec.buffer_bytes = 100'000;
     build(spec);
     sink->set_busy_until(1, 1'000'000);
+    sink->set_busy_until(2, 1'000'000);
     for (int i = 0; i < 100; ++i) send(bytes, i, 0);
     EXPECT_EQ(sw->queue_depth_frames(1, 0), 50u); // 50 000 held, 50 000 free: the limit
     EXPECT_EQ(count(1, port_counter::tail_drops), 50u);
-    // The same priority from another port is another group: it takes alpha x what is left.
+    // The same priority from another port is another group, under its own threshold; but the
+    // queue it sends to holds its threshold already.
     const auto from_port_3 = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.destination_mac = port_mac(3), .payload = 958});
     for (int i = 0; i < 100; ++i) send(from_port_3, 200 + i, 3);
-    EXPECT_EQ(sw->queue_depth_frames(1, 0), 50u + 25u);
+    EXPECT_EQ(sw->queue_depth_frames(1, 0), 50u);
+    EXPECT_EQ(count(1, port_counter::tail_drops), 150u);
+    EXPECT_EQ(sw->queue_stats(1, 0).tail_drops, 150u);
+    // To another queue it takes alpha x what is left: 25 000 of the 50 000 free.
+    const auto to_port_2 = ipv4_udp_frame(host_ip, ipv4("10.1.0.1"), {.destination_mac = port_mac(3), .payload = 958});
+    for (int i = 0; i < 100; ++i) send(to_port_2, 400 + i, 3);
+    EXPECT_EQ(sw->queue_depth_frames(2, 0), 25u);
 }
 
 // ---------------------------------------------------------------------------------------------
