@@ -34,7 +34,11 @@ nlohmann::json qp_json(const nic::nic_node::qp_view& q) {
             {"recv-cq", {{"produced", q.recv_cq_produced}, {"consumed", q.recv_cq_consumed}}},
             {"timer-armed", q.timer_armed},
             {"waiting-rnr", q.waiting_rnr},
-            {"responses-pending", q.responses_pending}};
+            {"responses-pending", q.responses_pending},
+            {"dcqcn", {{"rate-limited", q.rate_limited},
+                       {"current-rate-mbps", q.current_rate_bps / 1e6},
+                       {"target-rate-mbps", q.target_rate_bps / 1e6},
+                       {"alpha", q.alpha}}}};
 }
 
 nlohmann::json faults_json(const link_faults& f) {

@@ -54,7 +54,11 @@ namespace rocefab::nic {
     X(rx_read_requests)                                                                                        \
     X(rx_atomic_requests)                                                                                      \
     X(implied_nak_seq_err) /* a response skipped an unanswered READ/atomic (IBA 9.7.5.2.3): retried */         \
-    X(resp_duplicate_atomic_replays) /* a duplicate atomic answered from the saved result */
+    X(resp_duplicate_atomic_replays) /* a duplicate atomic answered from the saved result */                  \
+    X(np_ecn_marked_roce_packets) /* DCQCN notification point: CE-marked RoCE packets received */             \
+    X(np_cnp_sent) /* ... and the CNPs sent for them (at most one per QP per min_time_between_cnps) */        \
+    X(rp_cnp_handled) /* DCQCN reaction point: CNPs that cut a QP's rate */                                   \
+    X(rp_cnp_ignored) /* CNPs for a QP whose priority has DCQCN off, or no such connected QP */
 
 struct nic_counters {
 #define ROCEFAB_DECLARE(name) std::uint64_t name = 0;

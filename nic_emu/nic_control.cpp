@@ -184,6 +184,12 @@ std::vector<nic_node::qp_view> nic_node::queue_pairs(sim_time now) const {
         v.timer_armed = qp->retransmit_deadline != never;
         v.waiting_rnr = now < qp->rnr_wait_until;
         v.responses_pending = qp->ack_deferred || read_atomic_responses_pending(*qp);
+        dcqcn_rate rate = *qp->rate; // brought up to now on a copy: reading must not move the QP
+        rate.advance(now);
+        v.rate_limited = rate.limited();
+        v.current_rate_bps = rate.current_rate_bps();
+        v.target_rate_bps = rate.target_rate_bps();
+        v.alpha = rate.alpha();
         auto cq_indices = [](const completion_queue* cq, std::uint32_t& produced, std::uint32_t& consumed) {
             if (!cq) return;
             produced = cq->produced;
@@ -438,6 +444,8 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
     qp->sq_sig_all = request.sq_sig_all;
     qp->cap = cap;
     qp->srq = srq;
+    qp->rate.emplace(_spec.dcqcn, _spec.speed_bps);
+    qp->notifier.emplace(_spec.dcqcn);
     qp->control = static_cast<hw::qp_control*>(region.base());
     qp->send_slots = reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region.base()) + hw::qp_send_slots_offset);
     qp->recv_slots =

@@ -2,6 +2,7 @@
 
 #include "nic_emu/nic_node.hpp"
 
+#include "dataplane/wire/cnp.hpp"
 #include "dataplane/wire/ethernet.hpp"
 #include "dataplane/wire/pfc.hpp"
 #include "nic_emu/attach_protocol.hpp"
@@ -104,6 +105,11 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
     }
     queue_pair& qp = *it->second;
     const wire::ib_transport transport = packet.info->transport;
+    if (transport == wire::ib_transport::cnp) {
+        on_cnp(qp, now);
+        rte_pktmbuf_free(frame);
+        return;
+    }
     const bool transport_matches = (transport == wire::ib_transport::rc && qp.type == IBV_QPT_RC) ||
                                    (transport == wire::ib_transport::uc && qp.type == IBV_QPT_UC) ||
                                    (transport == wire::ib_transport::ud && qp.type == IBV_QPT_UD);
@@ -119,6 +125,7 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         rte_pktmbuf_free(frame);
         return;
     }
+    if (packet.ecn == wire::ecn::ce) on_congestion_experienced(qp, packet, now);
     const bool kept = handle_frame(frame, [&] {
         if (qp.type == IBV_QPT_UC)
             handle_uc_request(qp, packet);
@@ -141,6 +148,34 @@ void nic_node::on_pfc(std::span<const std::uint8_t> frame, sim_time now) {
     std::array<std::uint16_t, 8> quanta{};
     if (!wire::parse_pfc_frame(frame, enable, quanta)) return; // an 802.3x PAUSE or malformed
     _pauses.on_frame(enable, quanta, _spec.speed_bps, now, _counters.rx_prio_pause, _counters.rx_prio_pause_duration_us);
+}
+
+// ---- DCQCN (dcqcn.hpp) ---------------------------------------------------------------------------
+
+void nic_node::on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
+    ++_counters.np_ecn_marked_roce_packets;
+    if (!(_spec.dcqcn_np_priorities & (1u << _spec.dscp_to_priority[packet.dscp & 63]))) return;
+    // A UD datagram's sender is named per packet (DETH), not by the QP: no CNP for it here.
+    if (qp.type == IBV_QPT_UD || !qp.notifier->should_notify(now)) return;
+    wire::roce_headers_spec spec = qp.headers;
+    wire::make_cnp_spec(spec, qp.attr.dest_qp_num);
+    spec.dscp = _spec.dcqcn.cnp_dscp;
+    spec.ecn = wire::ecn::not_ect;
+    std::uint8_t* payload;
+    rte_mbuf* frame = start_frame(spec, wire::cnp_payload_length, payload);
+    if (!frame) return;
+    std::memset(payload, 0, wire::cnp_payload_length);
+    ++_counters.np_cnp_sent;
+    finish_frame(frame, now);
+}
+
+void nic_node::on_cnp(queue_pair& qp, sim_time now) {
+    if (qp.type == IBV_QPT_UD || !(_spec.dcqcn_rp_priorities & (1u << priority_of(qp)))) {
+        ++_counters.rp_cnp_ignored;
+        return;
+    }
+    ++_counters.rp_cnp_handled;
+    qp.rate->on_cnp(now);
 }
 
 // ---- poll ----------------------------------------------------------------------------------------
@@ -200,7 +235,7 @@ sim_time nic_node::next_deadline() const {
                                                                        : qp->send_slots[qp->sq_started & mask];
             if (!requester_must_wait(*qp, next))
                 earliest = std::min(earliest, std::max({qp->rnr_wait_until, busy_until(0) - transmit_fifo_time,
-                                                        _pauses.until(priority_of(*qp))}));
+                                                        _pauses.until(priority_of(*qp)), paced_until(*qp)}));
         }
         if (qp->state != IBV_QPS_ERR && (qp->ack_deferred || read_atomic_responses_pending(*qp)))
             earliest = std::min(earliest, std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(*qp))));

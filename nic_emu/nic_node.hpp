@@ -10,6 +10,7 @@
 #include "dataplane/pfc_pause.hpp"
 #include "dataplane/wire/roce_frame.hpp"
 #include "nic_emu/counters.hpp"
+#include "nic_emu/dcqcn.hpp"
 #include "nic_emu/dma_batch.hpp"
 #include "nic_emu/resources.hpp"
 
@@ -44,6 +45,11 @@ struct nic_spec {
         map[48] = 6;
         return map;
     }();
+    // DCQCN: the mlx5 knobs, and the priorities it runs on as reaction point and notification
+    // point (sysfs ecn/roce_rp/enable/N and ecn/roce_np/enable/N; ConnectX: all of them).
+    dcqcn_params dcqcn;
+    std::uint8_t dcqcn_rp_priorities = 0xff;
+    std::uint8_t dcqcn_np_priorities = 0xff;
 };
 
 // Resolves the destination MAC for a destination GID, as the host's neighbour table would
@@ -89,6 +95,8 @@ public:
         sim_time port_busy_for; // how far ahead of now the port's transmit queue reaches
         std::uint32_t rq_posted, rq_consumed;            // receive ring indices (own ring)
         bool timer_armed, waiting_rnr, responses_pending;
+        bool rate_limited;                    // DCQCN has cut its rate
+        double current_rate_bps, target_rate_bps, alpha;
         std::uint32_t send_cq_produced, send_cq_consumed, recv_cq_produced, recv_cq_consumed;
     };
     std::vector<qp_view> queue_pairs(sim_time now) const;
@@ -275,7 +283,13 @@ private:
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
     pause_timers _pauses;
     std::uint8_t priority_of(const queue_pair& qp) const { return _spec.dscp_to_priority[qp.headers.dscp & 63]; }
+    // When DCQCN's pacer lets the QP's requester send again (0: not rate-limited).
+    static sim_time paced_until(const queue_pair& qp) { return qp.rate->limited() ? qp.rate->next_send_time() : 0; }
     void on_pfc(std::span<const std::uint8_t> frame, sim_time now);
+    // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
+    // (reaction point).
+    void on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    void on_cnp(queue_pair& qp, sim_time now);
     // Runs `handle` with `frame` as the frame in hand (_current_frame), then frees the frame
     // unless a reorder buffer kept it or the DMA batch still needs its payload. True when kept.
     template <typename Handle>

@@ -70,6 +70,7 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
     sim_time link_free = std::max(busy_until(0), now);
     while (batch.count < gather_batch::max_packets) {
         if (link_free > now + microseconds(2)) break;
+        if (paced_until(qp) > now) break; // DCQCN: the QP's rate, not the port's, limits it
         if (qp.sq_current == qp.sq_started) {
             if (qp.state == IBV_QPS_SQD) break; // drained: no new WQE starts
             if (!start_next_wqe(qp)) break;
@@ -79,7 +80,9 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
         if (wire::psn_diff(qp.next_psn, qp.last_acked_psn) > static_cast<std::int32_t>(max_unacked_packets)) break;
         if (requester_must_wait(qp, qp.started_work[qp.sq_current & (qp.send_size - 1)].wqe)) break;
         if (!prepare_packet(qp, now, batch)) break;
-        link_free += serialization_time(rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + 24, _spec.speed_bps);
+        const std::uint32_t wire_bytes = rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + 24;
+        link_free += serialization_time(wire_bytes, _spec.speed_bps);
+        qp.rate->on_sent(wire_bytes, now);
         did_work = true;
     }
     transmit_batch(qp, batch, now);

@@ -6,6 +6,7 @@
 #include "dataplane/time.hpp"
 #include "dataplane/wire/roce_frame.hpp"
 #include "nic_emu/address_space.hpp"
+#include "nic_emu/dcqcn.hpp"
 #include "nic_emu/hw_abi.hpp"
 #include "nic_emu/reorder_buffer.hpp"
 
@@ -14,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace rocefab::nic {
@@ -169,6 +171,10 @@ struct queue_pair {
     std::uint32_t mtu_bytes = 1024;
     sim_time ack_timeout = 0;  // 4.096 us * 2^timeout; 0 = wait forever (IBA 9.7.6.1.3)
     wire::roce_headers_spec headers; // addresses of the connection, filled at RTR
+    // DCQCN (dcqcn.hpp): the QP's sending rate as a reaction point, and its CNP pacing as a
+    // notification point. Set when the QP is created.
+    std::optional<dcqcn_rate> rate;
+    std::optional<dcqcn_notifier> notifier;
 
     // Requester (IBA 9.7): WQEs in [sq_retired, sq_started) have been started; of those,
     // sq_current is being sent, at byte sq_offset with next PSN next_psn.

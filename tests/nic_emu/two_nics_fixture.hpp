@@ -61,6 +61,12 @@ struct connection_options {
 
 class two_nics : public ::testing::Test {
 protected:
+    // Hooks for a derived fixture: change the NICs' specs, or put a node with two ports on the
+    // cable (port 0 towards h1, port 1 towards h2; the links h1-middle and middle-h2 are then
+    // the ones _a_to_b and _b_to_a name on h1's side).
+    virtual void adjust(nic_spec&, nic_spec&) {}
+    virtual node* middle() { return nullptr; }
+
     void SetUp() override {
         ASSERT_NE(test_pool(), nullptr);
         auto resolver_to = [](const nic_spec& peer) {
@@ -70,7 +76,8 @@ protected:
                 return true;
             };
         };
-        const nic_spec s1 = spec_for("h1", 1), s2 = spec_for("h2", 2);
+        nic_spec s1 = spec_for("h1", 1), s2 = spec_for("h2", 2);
+        adjust(s1, s2);
         _nic1 = std::make_unique<nic_node>(s1, resolver_to(s2));
         _nic2 = std::make_unique<nic_node>(s2, resolver_to(s1));
         const node_id a = _wiring.add_node(*_nic1), b = _wiring.add_node(*_nic2);
@@ -78,7 +85,13 @@ protected:
         model.speed_bps = 100'000'000'000;
         model.propagation_delay = microseconds(1);
         model.mtu = 4200;
-        std::tie(_a_to_b, _b_to_a) = _wiring.connect(a, 0, b, 0, model);
+        if (node* m = middle()) {
+            const node_id mid = _wiring.add_node(*m);
+            std::tie(_a_to_b, _b_to_a) = _wiring.connect(a, 0, mid, 0, model);
+            _wiring.connect(mid, 1, b, 0, model);
+        } else {
+            std::tie(_a_to_b, _b_to_a) = _wiring.connect(a, 0, b, 0, model);
+        }
         _wiring.attach_all(test_pool());
         _driver = std::make_unique<virtual_time_driver>(_wiring);
         make_host(h1, *_nic1);

@@ -1,0 +1,118 @@
+// DCQCN in the NIC under virtual time: a node on the cable marks every RoCE packet from h1 to
+// h2 with ECN CE, as a congested switch would. h2, the notification point, answers with CNPs;
+// h1, the reaction point, cuts the QP's rate and paces its packets.
+#include "dataplane/wire/ip.hpp"
+#include "tests/nic_emu/two_nics_fixture.hpp"
+
+namespace rocefab::nic::testing {
+namespace {
+
+// Forwards between its two ports; one in `every` ECN-capable frames from port 0 (h1) leaves
+// marked CE, as through a queue held between its ECN thresholds, until `marks_left` are marked.
+class ce_marker final : public node {
+public:
+    ce_marker() : node("marker", 2) {}
+    void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) override {
+        if (port == 0 && marks_left) {
+            auto* ip = rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, sizeof(wire::ethernet_header));
+            if ((ip->tos & 3) != wire::ecn::not_ect && ++seen % every == 0) {
+                ip->tos |= wire::ecn::ce; // the ICRC masks the TOS byte and the IP checksum
+                ip->update_checksum();
+                ++marked;
+                --marks_left;
+            }
+        }
+        transmit(port == 0 ? 1 : 0, frame, now);
+    }
+    bool poll(sim_time) override { return false; }
+
+    std::uint64_t every = 16;
+    std::uint64_t marks_left = 16; // the whole 1 MiB message
+    std::uint64_t seen = 0, marked = 0;
+};
+
+class dcqcn_nics : public two_nics {
+protected:
+    void adjust(nic_spec& h1_spec, nic_spec&) override {
+        if (!reaction_point_on) h1_spec.dcqcn_rp_priorities = 0;
+    }
+    node* middle() override { return &marker; }
+
+    // A 1 MiB SEND from h1 to h2 on a connected pair; returns how long until h2's receive
+    // completed.
+    sim_time send_one_mebibyte(std::uint64_t id = 1) {
+        const sim_time start = now();
+        post_recv(h2, id, 0, 1 << 20);
+        post_send(h1, id, IBV_WR_SEND, 0, 1 << 20);
+        while (now() < start + milliseconds(20)) {
+            run_for(microseconds(1));
+            if (!poll(h2.recv_cq_control, h2.recv_cqes).empty()) return now() - start;
+        }
+        ADD_FAILURE() << "the send did not complete in 20 ms";
+        return now() - start;
+    }
+
+    bool reaction_point_on = true;
+    ce_marker marker;
+};
+
+// Unthrottled the 1 MiB SEND takes about 86 us (rc_transport's a_1_mib_send_takes_the_time_the_link_needs).
+TEST_F(dcqcn_nics, marked_packets_bring_cnps_and_the_sender_slows_down) {
+    connect({.mtu = IBV_MTU_4096});
+    const sim_time done = send_one_mebibyte();
+    run_for(microseconds(5)); // the last CNP reaches h1
+    const nic_counters& np = h2.nic->counters();
+    const nic_counters& rp = h1.nic->counters();
+    EXPECT_EQ(marker.marked, 16u);
+    EXPECT_EQ(np.np_ecn_marked_roce_packets, 16u);
+    EXPECT_GT(np.np_cnp_sent, 1u);
+    // At most one CNP per QP per min_time_between_cnps (4 us), the first at once.
+    EXPECT_LE(np.np_cnp_sent, static_cast<std::uint64_t>(done / 4'000 + 1));
+    EXPECT_EQ(rp.rp_cnp_handled, np.np_cnp_sent);
+    EXPECT_EQ(rp.rp_cnp_ignored, 0u);
+    EXPECT_GT(done, microseconds(150)); // the rest of the message paced well below line rate
+    const auto qps = h1.nic->queue_pairs(now());
+    ASSERT_EQ(qps.size(), 1u);
+    EXPECT_TRUE(qps[0].rate_limited);
+    EXPECT_LT(qps[0].current_rate_bps, 100e9);
+    EXPECT_EQ(rp.retransmitted_packets, 0u); // slower, not lossy
+}
+
+TEST_F(dcqcn_nics, the_rate_climbs_back_by_timer_alone_slowly_and_faster_while_sending) {
+    connect({.mtu = IBV_MTU_4096});
+    send_one_mebibyte(1);
+    run_for(microseconds(5));
+    const auto cut = h1.nic->queue_pairs(now())[0];
+    marker.marks_left = 0;
+    // Idle for 1 ms: three timer events (300 us each). Fast recovery moves the rate halfway to
+    // the target, then each additive step raises the target by rpg_ai_rate, 5 Mb/s.
+    run_for(milliseconds(1));
+    const auto idle = h1.nic->queue_pairs(now())[0];
+    EXPECT_GT(idle.current_rate_bps, cut.current_rate_bps);
+    EXPECT_LE(idle.target_rate_bps, cut.target_rate_bps + 2 * 5e6 + 1);
+    // Sending 1 MiB unmarked: a byte-counter event every 32 767 bytes, and with the timer's
+    // events past the threshold too, hyper increase (50 Mb/s a step, more each step).
+    send_one_mebibyte(2);
+    const auto sent = h1.nic->queue_pairs(now())[0];
+    EXPECT_GT(sent.target_rate_bps, idle.target_rate_bps + 1e9);
+    EXPECT_GT(sent.current_rate_bps, idle.current_rate_bps);
+    EXPECT_TRUE(sent.rate_limited); // ConnectX's defaults take far longer to reach 100 Gb/s
+}
+
+class dcqcn_nics_without_reaction_point : public dcqcn_nics {
+protected:
+    dcqcn_nics_without_reaction_point() { reaction_point_on = false; }
+};
+
+TEST_F(dcqcn_nics_without_reaction_point, cnps_for_a_priority_with_dcqcn_off_are_ignored) {
+    connect({.mtu = IBV_MTU_4096});
+    const sim_time done = send_one_mebibyte();
+    run_for(microseconds(5)); // the last CNP reaches h1
+    EXPECT_GT(h2.nic->counters().np_cnp_sent, 0u);
+    EXPECT_EQ(h1.nic->counters().rp_cnp_ignored, h2.nic->counters().np_cnp_sent);
+    EXPECT_EQ(h1.nic->counters().rp_cnp_handled, 0u);
+    EXPECT_LT(done, microseconds(95)); // line rate, plus the extra cable of the marker
+}
+
+} // namespace
+} // namespace rocefab::nic::testing
