@@ -8,8 +8,6 @@
 namespace rocefab::switch_emu {
 namespace {
 
-constexpr unsigned bit_at(const std::uint8_t* key, unsigned index) { return (key[index / 8] >> (7 - index % 8)) & 1u; }
-
 // MurmurHash3's 32-bit block mix and finaliser: cheap, and every input bit reaches every
 // output bit, so flows differing only in the low bits of a UDP port still spread.
 constexpr std::uint32_t mix(std::uint32_t h, std::uint32_t k) {
@@ -54,7 +52,7 @@ void decrement_ttl(wire::ipv4_header& ip) {
 
 } // namespace
 
-route_table::route_table(const std::vector<route_spec>& routes) : _v4(1), _v6(1) {
+route_table::route_table(const std::vector<route_spec>& routes) {
     for (const auto& route : routes) {
         const auto group = static_cast<std::int32_t>(_groups.size());
         _groups.push_back({static_cast<std::uint32_t>(_next_hops.size()), static_cast<std::uint32_t>(route.ports.size())});
@@ -70,25 +68,41 @@ route_table::route_table(const std::vector<route_spec>& routes) : _v4(1), _v6(1)
 }
 
 void route_table::insert(trie& t, const std::uint8_t* key, unsigned length, std::int32_t group) {
-    std::size_t node = 0;
-    for (unsigned i = 0; i < length; ++i) {
-        const unsigned bit = bit_at(key, i);
-        if (t[node].child[bit] < 0) {
-            t[node].child[bit] = static_cast<std::int32_t>(t.size());
-            t.emplace_back(); // may reallocate: index, never hold a reference across it
-        }
-        node = static_cast<std::size_t>(t[node].child[bit]);
+    if (length == 0) {
+        t.default_group = group;
+        return;
     }
-    t[node].group = group;
+    // Whole bytes lead down to the node of the last byte the prefix touches.
+    const unsigned last = (length - 1) / 8;
+    std::size_t node = 0;
+    for (unsigned level = 0; level < last; ++level) {
+        const std::size_t at = node * 256 + key[level];
+        if (t.entries[at].child < 0) {
+            t.entries[at].child = static_cast<std::int32_t>(t.entries.size() / 256);
+            t.entries.resize(t.entries.size() + 256); // may reallocate: index, never hold a reference
+        }
+        node = static_cast<std::size_t>(t.entries[at].child);
+    }
+    // The prefix fixes the top `fixed` bits of the last byte and covers every value of the rest.
+    const unsigned fixed = length - 8 * last;
+    const unsigned first = key[last] & (0xffu << (8 - fixed)) & 0xffu;
+    for (unsigned value = first; value < first + (1u << (8 - fixed)); ++value) {
+        trie_entry& e = t.entries[node * 256 + value];
+        if (e.group < 0 || e.length <= length) {
+            e.group = group;
+            e.length = static_cast<std::uint8_t>(length);
+        }
+    }
 }
 
 const route_group* route_table::lookup(const trie& t, const std::uint8_t* key, unsigned max_bits) const {
-    std::int32_t best = t[0].group;
-    std::int32_t node = 0;
-    for (unsigned i = 0; i < max_bits; ++i) {
-        node = t[static_cast<std::size_t>(node)].child[bit_at(key, i)];
-        if (node < 0) break;
-        if (t[static_cast<std::size_t>(node)].group >= 0) best = t[static_cast<std::size_t>(node)].group;
+    std::int32_t best = t.default_group;
+    std::size_t node = 0;
+    for (unsigned level = 0; level < max_bits / 8; ++level) {
+        const trie_entry& e = t.entries[node * 256 + key[level]];
+        if (e.group >= 0) best = e.group; // deeper entries hold longer prefixes
+        if (e.child < 0) break;
+        node = static_cast<std::size_t>(e.child);
     }
     return best < 0 ? nullptr : &_groups[static_cast<std::size_t>(best)];
 }

@@ -25,10 +25,11 @@ struct route_group {
     bool adaptive = false; // an adaptive-routing group (adaptive_routing.hpp)
 };
 
-// Longest-prefix match over IPv4 and IPv6: two unibit tries, built once at construction in
-// flat arrays, so a lookup is at most 32 (128) array steps and allocates nothing. Route
-// tables in a lab fabric hold tens of prefixes; a multibit or DIR-24-8 table can replace this
-// behind the same interface when that changes.
+// Longest-prefix match over IPv4 and IPv6: two multibit tries with a stride of 8 bits, built
+// once at construction in flat arrays. A node is 256 entries, one per value of the next
+// address byte; a prefix ending inside that byte is expanded over every entry it covers (a /26
+// fills 64), and an entry keeps the longest prefix that reached it. A lookup is one array load
+// per address byte, at most 4 for IPv4 and 16 for IPv6, and allocates nothing.
 class route_table {
 public:
     // `routes` must have passed validate().
@@ -47,11 +48,16 @@ public:
     }
 
 private:
-    struct trie_node {
-        std::int32_t child[2] = {-1, -1};
-        std::int32_t group = -1; // index into _groups of the route ending here, or -1
+    struct trie_entry {
+        std::int32_t child = -1;  // the node for the next byte, or -1
+        std::int32_t group = -1;  // index into _groups of the longest prefix covering this entry, or -1
+        std::uint8_t length = 0;  // that prefix's length
     };
-    using trie = std::vector<trie_node>;
+    // Node n is entries [256 n, 256 n + 256); node 0 is the root. A /0 route is kept aside.
+    struct trie {
+        std::vector<trie_entry> entries = std::vector<trie_entry>(256);
+        std::int32_t default_group = -1;
+    };
 
     static void insert(trie& t, const std::uint8_t* key, unsigned length, std::int32_t group);
     const route_group* lookup(const trie& t, const std::uint8_t* key, unsigned max_bits) const;

@@ -5,14 +5,27 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace rocefab::wire {
 
 struct mac_address {
     std::array<std::uint8_t, 6> bytes{};
 
-    friend constexpr bool operator==(const mac_address&, const mac_address&) = default;
+    // Two integer compares: the switch compares a MAC for every frame it receives, and the
+    // defaulted comparison of a packed array becomes a call to memcmp.
+    friend constexpr bool operator==(const mac_address& a, const mac_address& b) {
+        if (std::is_constant_evaluated()) return a.bytes == b.bytes;
+        std::uint32_t a4, b4;
+        std::uint16_t a2, b2;
+        std::memcpy(&a4, a.bytes.data(), 4);
+        std::memcpy(&b4, b.bytes.data(), 4);
+        std::memcpy(&a2, a.bytes.data() + 4, 2);
+        std::memcpy(&b2, b.bytes.data() + 4, 2);
+        return a4 == b4 && a2 == b2;
+    }
     constexpr bool is_multicast() const { return bytes[0] & 1; }
     std::string to_string() const;
     // Parses "aa:bb:cc:dd:ee:ff"; returns false on anything else.
