@@ -49,37 +49,6 @@ nlohmann::json faults_json(const link_faults& f) {
             {"reorder_delay_ns", f.reorder_delay}};
 }
 
-// The neighbour table a host would build with ARP/ND: a destination on the NIC's own subnet is
-// reached at its own MAC (the switch bridges it); anything else goes to the gateway, the switch
-// port at the other end of the NIC's link, which routes it.
-nic::neighbour_resolver make_resolver(const config::topology& topo, std::size_t host, std::size_t nic_index,
-                                      const std::vector<std::vector<wire::ipv6_address>>& link_locals) {
-    return [&topo, host, nic_index, link_locals](const wire::ipv6_address& dgid, wire::mac_address& mac) {
-        const config::nic_config& self = topo.hosts[host].nics[nic_index];
-        for (std::size_t h = 0; h < topo.hosts.size(); ++h) {
-            for (std::size_t n = 0; n < topo.hosts[h].nics.size(); ++n) {
-                const config::nic_config& other = topo.hosts[h].nics[n];
-                const bool same_subnet = self.address.contains(other.address.address);
-                if (link_locals[h][n] == dgid) {
-                    // Link-local GIDs are not routable: only a neighbour on the same link segment.
-                    if (!same_subnet) return false;
-                    mac = other.mac;
-                    return true;
-                }
-                if (other.address.address == dgid) {
-                    mac = same_subnet ? other.mac : topo.gateway_mac(host, nic_index);
-                    return true;
-                }
-            }
-        }
-        // Unknown address: it may be outside the emulated fabric; hand it to the gateway,
-        // which drops what it cannot route and counts it.
-        if (self.address.contains(dgid)) return false;
-        mac = topo.gateway_mac(host, nic_index);
-        return true;
-    };
-}
-
 } // namespace
 
 std::string runtime_root() {
@@ -118,18 +87,9 @@ fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
     for (std::size_t h = 0; h < _topology.hosts.size(); ++h) {
         const config::host_config& host = _topology.hosts[h];
         for (std::size_t n = 0; n < host.nics.size(); ++n) {
-            const config::nic_config& nic = host.nics[n];
-            nic::nic_spec spec;
-            spec.host = host.name;
-            spec.name = nic.name;
-            spec.mac = nic.mac;
-            spec.address = nic.address.address;
-            const config::link_params& p = _topology.links[nic.link_index].params;
-            spec.speed_bps = p.speed_bps;
-            spec.ip_mtu = p.mtu;
             // The resolver needs every NIC's link-local GID; they are filled in below, before
             // any QP can ask.
-            _nics[h].push_back(std::make_unique<nic::nic_node>(spec, nic::neighbour_resolver{}));
+            _nics[h].push_back(std::make_unique<nic::nic_node>(nic_spec_of(_topology, h, n), nic::neighbour_resolver{}));
             link_locals[h][n] = _nics[h].back()->gid(0);
             nic_ids[h].push_back(_wiring.add_node(*_nics[h].back()));
         }

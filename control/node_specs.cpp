@@ -56,4 +56,48 @@ switch_emu::switch_spec switch_spec_of(const config::topology& topo, std::size_t
     return spec;
 }
 
+nic::nic_spec nic_spec_of(const config::topology& topo, std::size_t host, std::size_t nic_index) {
+    const config::nic_config& nic = topo.hosts[host].nics[nic_index];
+    nic::nic_spec spec;
+    spec.host = topo.hosts[host].name;
+    spec.name = nic.name;
+    spec.mac = nic.mac;
+    spec.address = nic.address.address;
+    const config::link_params& p = topo.links[nic.link_index].params;
+    spec.speed_bps = p.speed_bps;
+    spec.ip_mtu = p.mtu;
+    return spec;
+}
+
+// The neighbour table a host would build with ARP/ND: a destination on the NIC's own subnet is
+// reached at its own MAC (the switch bridges it); anything else goes to the gateway, the switch
+// port at the other end of the NIC's link, which routes it.
+nic::neighbour_resolver make_resolver(const config::topology& topo, std::size_t host, std::size_t nic_index,
+                                      const std::vector<std::vector<wire::ipv6_address>>& link_locals) {
+    return [&topo, host, nic_index, link_locals](const wire::ipv6_address& dgid, wire::mac_address& mac) {
+        const config::nic_config& self = topo.hosts[host].nics[nic_index];
+        for (std::size_t h = 0; h < topo.hosts.size(); ++h) {
+            for (std::size_t n = 0; n < topo.hosts[h].nics.size(); ++n) {
+                const config::nic_config& other = topo.hosts[h].nics[n];
+                const bool same_subnet = self.address.contains(other.address.address);
+                if (link_locals[h][n] == dgid) {
+                    // Link-local GIDs are not routable: only a neighbour on the same link segment.
+                    if (!same_subnet) return false;
+                    mac = other.mac;
+                    return true;
+                }
+                if (other.address.address == dgid) {
+                    mac = same_subnet ? other.mac : topo.gateway_mac(host, nic_index);
+                    return true;
+                }
+            }
+        }
+        // Unknown address: it may be outside the emulated fabric; hand it to the gateway,
+        // which drops what it cannot route and counts it.
+        if (self.address.contains(dgid)) return false;
+        mac = topo.gateway_mac(host, nic_index);
+        return true;
+    };
+}
+
 } // namespace rocefab::control

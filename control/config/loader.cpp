@@ -195,7 +195,7 @@ struct named_node {
 
 class loader {
 public:
-    explicit loader(std::string file) : _file(std::move(file)) {}
+    loader(std::string file, std::vector<std::string> extra_keys) : _file(std::move(file)), _extra_keys(std::move(extra_keys)) {}
 
     void load(const YAML::Node& root, topology& out) {
         out = topology{};
@@ -206,7 +206,9 @@ public:
                                 "expected a mapping with the keys fabric, defaults, switches, hosts, links, seed; got " +
                                     describe_type(root)}};
         }
-        const mapping top = expect_map(root, "", {"fabric", "defaults", "switches", "hosts", "links", "seed"});
+        std::vector<std::string> top_keys = {"fabric", "defaults", "switches", "hosts", "links", "seed"};
+        top_keys.insert(top_keys.end(), _extra_keys.begin(), _extra_keys.end());
+        const mapping top = expect_map(root, "", top_keys);
 
         out.name = default_fabric_name();
         if (const entry* e = top.find("fabric")) out.name = expect_name(e->value, "fabric");
@@ -241,9 +243,11 @@ private:
 
     mapping expect_map(const YAML::Node& node, const std::string& path,
                        std::initializer_list<std::string_view> valid_keys) const {
+        return expect_map(node, path, std::vector<std::string>(valid_keys.begin(), valid_keys.end()));
+    }
+    mapping expect_map(const YAML::Node& node, const std::string& path, const std::vector<std::string>& valid) const {
         if (!node.IsMap()) fail(node, path, "expected a mapping (key: value pairs), got " + describe_type(node));
         mapping m{node, path, {}};
-        std::vector<std::string> valid(valid_keys.begin(), valid_keys.end());
         for (auto it = node.begin(); it != node.end(); ++it) {
             const YAML::Node key_node = it->first;
             if (!key_node.IsScalar()) fail(key_node, path, "expected a plain key, got " + describe_type(key_node));
@@ -960,6 +964,7 @@ private:
     }
 
     std::string _file;
+    std::vector<std::string> _extra_keys; // top-level sections another reader handles
     std::map<std::string, named_node> _names;
     std::vector<std::vector<nic_state>> _nics;     // per host, per NIC
     std::vector<std::vector<pending_port>> _ports; // per switch, in order of appearance
@@ -970,9 +975,14 @@ private:
 } // namespace
 
 bool parse_topology(const std::string& yaml_text, const std::string& file_name, topology& out, config_error& error) {
+    return parse_topology(yaml_text, file_name, {}, out, error);
+}
+
+bool parse_topology(const std::string& yaml_text, const std::string& file_name, const std::vector<std::string>& extra_keys,
+                    topology& out, config_error& error) {
     try {
         const YAML::Node root = YAML::Load(yaml_text);
-        loader(file_name).load(root, out);
+        loader(file_name, extra_keys).load(root, out);
         return true;
     } catch (const load_failure& failure) {
         error = failure.error;
@@ -985,7 +995,7 @@ bool parse_topology(const std::string& yaml_text, const std::string& file_name, 
     return false;
 }
 
-bool load_topology(const std::string& path, topology& out, config_error& error) {
+bool read_config_file(const std::string& path, std::string& text, config_error& error) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
         error = {path, 0, 0, "", "cannot read: is a directory"};
@@ -996,13 +1006,19 @@ bool load_topology(const std::string& path, topology& out, config_error& error) 
         error = {path, 0, 0, "", std::string("cannot read: ") + std::strerror(errno)};
         return false;
     }
-    std::ostringstream text;
-    text << file.rdbuf();
+    std::ostringstream contents;
+    contents << file.rdbuf();
     if (file.bad()) {
         error = {path, 0, 0, "", std::string("cannot read: ") + std::strerror(errno)};
         return false;
     }
-    return parse_topology(text.str(), path, out, error);
+    text = contents.str();
+    return true;
+}
+
+bool load_topology(const std::string& path, topology& out, config_error& error) {
+    std::string text;
+    return read_config_file(path, text, error) && parse_topology(text, path, out, error);
 }
 
 } // namespace rocefab::config

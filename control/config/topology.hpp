@@ -186,6 +186,12 @@ struct config_error {
 bool load_topology(const std::string& path, topology& out, config_error& error);
 // As load_topology, from text; `file_name` is used in messages and for the default fabric name.
 bool parse_topology(const std::string& yaml_text, const std::string& file_name, topology& out, config_error& error);
+// The same, for a file that also holds other top-level sections (a simulation scenario's
+// `traffic:`): `extra_keys` are accepted at the top level and left to their own reader.
+bool parse_topology(const std::string& yaml_text, const std::string& file_name, const std::vector<std::string>& extra_keys,
+                    topology& out, config_error& error);
+// Reads a whole file, or says why it cannot (file name, "cannot read: ...").
+bool read_config_file(const std::string& path, std::string& text, config_error& error);
 
 // The routing tables of `topology::routes`, recomputed from hosts, switches and links.
 std::vector<std::vector<route>> compute_routes(const topology& fabric);
