@@ -52,6 +52,9 @@ switch_emu::switch_spec switch_spec_of(const config::topology& topo, std::size_t
         spec.transmit_fifo = microseconds(2);
         // Its NICs act on a pause at their next poll, up to a loop iteration late: headroom for 100 us.
         spec.pfc_reaction = microseconds(100);
+    } else {
+        // A NIC stops at once, but what its transmit FIFO already holds (2 us) still comes.
+        spec.pfc_reaction = microseconds(3);
     }
     return spec;
 }

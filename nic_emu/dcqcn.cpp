@@ -44,7 +44,8 @@ void dcqcn_rate::on_cnp(sim_time now) {
             _current = std::min(_line, static_cast<double>(_p.rate_to_set_on_first_cnp_mbps) * mbps);
         _target = _current;
         _raised_since_decrease = false;
-        _next_send = now;
+        _last_start = now;
+        _last_wire_bytes = 0;
         return decrease(now);
     }
     _cnp_in_alpha_period = true;
@@ -57,7 +58,8 @@ void dcqcn_rate::on_cnp(sim_time now) {
 void dcqcn_rate::on_sent(std::uint32_t wire_bytes, sim_time now) {
     if (!_active) return;
     advance(now);
-    _next_send = std::max(_next_send, now) + static_cast<sim_time>(std::ceil(wire_bytes * 8e9 / _current));
+    _last_start = std::max(now, next_send_time());
+    _last_wire_bytes = wire_bytes;
     if (!_p.rpg_byte_reset || !_active) return;
     _bytes_since_event += wire_bytes;
     while (_active && _bytes_since_event >= _p.rpg_byte_reset) {
@@ -96,6 +98,10 @@ void dcqcn_rate::advance(sim_time now) {
         }
     }
     if (_active) update_alpha_until(now);
+}
+
+sim_time dcqcn_rate::next_send_time() const {
+    return _last_start + static_cast<sim_time>(std::ceil(_last_wire_bytes * 8e9 / _current));
 }
 
 sim_time dcqcn_rate::next_event() const {

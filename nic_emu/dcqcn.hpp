@@ -72,8 +72,9 @@ public:
     // The next time advance() has something to do; `never` while at line rate.
     sim_time next_event() const;
 
-    // When the pacer lets the QP send its next frame (<= now: it may).
-    sim_time next_send_time() const { return _next_send; }
+    // When the pacer lets the QP send its next frame (<= now: it may): the last frame's start
+    // plus its time at the current rate, so that a rate raised meanwhile takes effect at once.
+    sim_time next_send_time() const;
     bool limited() const { return _active; }
     double current_rate_bps() const { return _current; }
     double target_rate_bps() const { return _target; }
@@ -102,7 +103,8 @@ private:
     sim_time _timer_start = 0;  // the increase timer runs from here
     unsigned _timer_events = 0, _byte_events = 0;
     std::uint64_t _bytes_since_event = 0;
-    sim_time _next_send = 0;
+    sim_time _last_start = 0;           // when the pacer let the last frame go
+    std::uint32_t _last_wire_bytes = 0; // and its size
 };
 
 // The CNP pacing of one QP as a notification point.

@@ -235,7 +235,7 @@ sim_time nic_node::next_deadline() const {
                                                                        : qp->send_slots[qp->sq_started & mask];
             if (!requester_must_wait(*qp, next))
                 earliest = std::min(earliest, std::max({qp->rnr_wait_until, busy_until(0) - transmit_fifo_time,
-                                                        _pauses.until(priority_of(*qp)), paced_until(*qp)}));
+                                                        _pauses.until(priority_of(*qp)), pacer_wakeup(*qp)}));
         }
         if (qp->state != IBV_QPS_ERR && (qp->ack_deferred || read_atomic_responses_pending(*qp)))
             earliest = std::min(earliest, std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(*qp))));

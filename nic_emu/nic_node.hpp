@@ -283,8 +283,14 @@ private:
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
     pause_timers _pauses;
     std::uint8_t priority_of(const queue_pair& qp) const { return _spec.dscp_to_priority[qp.headers.dscp & 63]; }
-    // When DCQCN's pacer lets the QP's requester send again (0: not rate-limited).
+    // When DCQCN's pacer lets the QP's requester send again (0: not rate-limited). The rate
+    // must have been advanced to now.
     static sim_time paced_until(const queue_pair& qp) { return qp.rate->limited() ? qp.rate->next_send_time() : 0; }
+    // When the requester should look again: the pacer's time, or sooner if a rate increase is
+    // due before it (the next frame may then go earlier).
+    static sim_time pacer_wakeup(const queue_pair& qp) {
+        return qp.rate->limited() ? std::min(qp.rate->next_send_time(), qp.rate->next_event()) : 0;
+    }
     void on_pfc(std::span<const std::uint8_t> frame, sim_time now);
     // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
     // (reaction point).

@@ -68,6 +68,7 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
     gather_batch batch;
     // The port's transmit FIFO: what is already on the link plus what this burst adds.
     sim_time link_free = std::max(busy_until(0), now);
+    qp.rate->advance(now); // a rate increase due by now counts for this burst
     while (batch.count < gather_batch::max_packets) {
         if (link_free > now + microseconds(2)) break;
         if (paced_until(qp) > now) break; // DCQCN: the QP's rate, not the port's, limits it

@@ -7,12 +7,14 @@
 //   rocefab link ENDPOINT [--loss P] [--corruption P] [--duplication P] [--reordering P]
 //                [--reorder-delay D] [--down|--up]   fault injection on a cable (P: 0.01 or 1%)
 //   rocefab list                           running fabrics
+//   rocefab sim SCENARIO [--output DIR]    a scenario under virtual time: CSVs and plots
 
 #include "control/config/topology.hpp"
 #include "control/config/units.hpp"
 #include "control/daemon.hpp"
 #include "control/fabric.hpp"
 #include "nic_emu/attach_protocol.hpp"
+#include "sim/simulation.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -273,6 +275,26 @@ void print_counters(const json& counters) {
     }
 }
 
+int command_sim(const std::string& path, const std::string& output) {
+    sim::scenario scenario;
+    config::config_error error;
+    if (!sim::load_scenario(path, scenario, error)) fail(error.to_string(), 2);
+    if (!output.empty()) scenario.output = output;
+    try {
+        sim::simulation run(scenario);
+        run.run(stderr);
+        if (std::string problem = run.write_csv(); !problem.empty()) fail(problem);
+        if (std::string problem = run.write_plots(); !problem.empty()) fail(problem);
+        std::size_t completed = 0;
+        for (const auto& f : run.traffic().flows()) completed += f.finished != never && !f.failed;
+        std::printf("%zu of %zu flows completed; CSVs and plots in %s\n", completed, run.traffic().flows().size(),
+                    scenario.output.c_str());
+    } catch (const std::exception& e) {
+        fail(e.what());
+    }
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -328,7 +350,14 @@ int main(int argc, char** argv) {
     auto* down_flag = link->add_flag("--down", link_down, "take the cable down (new frames are dropped)");
     link->add_flag("--up", link_up, "bring the cable up")->excludes(down_flag);
 
+    std::string scenario_path, output;
+    auto* sim = app.add_subcommand("sim", "run a scenario under virtual time and write CSVs and plots");
+    sim->add_option("scenario", scenario_path, "scenario file, e.g. configs/incast-16to1-dcqcn.yaml")->required();
+    sim->add_option("--output", output, "directory for the CSVs and plots (default: the scenario's, else sim-out/NAME)");
+
     CLI11_PARSE(app, argc, argv);
+
+    if (*sim) return command_sim(scenario_path, output);
 
     if (*up) return command_up(config_path, name, foreground);
     if (*down) return command_down(fabric);

@@ -1,0 +1,52 @@
+// A simulation scenario: a fabric (the topology file's sections), the hosts' NIC settings, the
+// traffic, and how long to run and sample. `rocefab sim FILE` runs it under virtual time.
+//
+// File format: a topology file (control/config/topology.hpp) with three more sections:
+//   nic:                                   optional; every host's NIC
+//     dcqcn: { state: enabled, rpg_ai_rate: 5, rpg_time_reset: 300us, ... }
+//                                          the mlx5 knob names (nic_emu/dcqcn.hpp); times with a
+//                                          unit (ns, us, ms), rates in Mb/s, the rest as mlx5 has them
+//   traffic:                               a list; each item is a flow or a pattern
+//     - { from: h1, to: h9, size: 10MB, start: 0us }            one flow (`name:` optional)
+//     - { pattern: incast, senders: [h1, h2], receiver: h9, size: 10MB, start: 0us }
+//     - { pattern: permutation, hosts: [h1, h2, h3, h4], size: 1MB }  each sends to another (seeded)
+//     - { pattern: all-to-all, hosts: [h1, h2, h3], size: 1MB }       every ordered pair
+//     `size` may instead be `size-cdf: FILE` with `flows: N` and `load: 0.5`: N flows per sender
+//     with sizes drawn from the CDF (lines "bytes cumulative-fraction") and Poisson arrivals
+//     at that fraction of the sender's link rate
+//   simulation: { duration: 10ms, sample-interval: 10us, message-size: 64KiB, output: DIR }
+//     all optional; without a duration the run ends when every flow has completed (at most 1 s)
+#pragma once
+
+#include "control/config/topology.hpp"
+#include "dataplane/time.hpp"
+#include "nic_emu/dcqcn.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rocefab::sim {
+
+struct flow_spec {
+    std::string name;
+    std::size_t source = 0, destination = 0; // host indices; each host's first NIC
+    std::uint64_t bytes = 0;
+    sim_time start = 0;
+};
+
+struct scenario {
+    config::topology topology;
+    bool dcqcn = true; // ConnectX's default
+    nic::dcqcn_params dcqcn_params;
+    std::vector<flow_spec> flows; // patterns expanded, in file order
+    sim_time duration = 0;        // 0: until every flow has completed
+    sim_time sample_interval = microseconds(10);
+    std::uint32_t message_bytes = 64 * 1024; // a flow is a sequence of RDMA WRITEs this large
+    std::string output;                      // directory for CSVs and plots
+};
+
+// Loads and checks a scenario; on error fills `error` (file, line, key, what is valid).
+bool load_scenario(const std::string& path, scenario& out, config::config_error& error);
+
+} // namespace rocefab::sim

@@ -1,0 +1,155 @@
+// `rocefab sim` scenarios from configs/, run to the end under virtual time, judged by the CSVs
+// they write, as a student would read them.
+#include "sim/simulation.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+namespace rocefab::sim {
+namespace {
+
+// A CSV with a header row: columns by name, rows of numbers (empty cells are 0).
+struct table {
+    std::vector<std::string> names;
+    std::vector<std::vector<double>> rows;
+    std::size_t column(const std::string& name) const {
+        for (std::size_t i = 0; i < names.size(); ++i)
+            if (names[i] == name) return i;
+        ADD_FAILURE() << "no column " << name;
+        return 0;
+    }
+    // The values of column `name` at times in [from_us, to_us).
+    std::vector<double> between(const std::string& name, double from_us, double to_us) const {
+        std::vector<double> out;
+        const std::size_t c = column(name);
+        for (const auto& r : rows)
+            if (r[0] >= from_us && r[0] < to_us) out.push_back(r[c]);
+        return out;
+    }
+};
+
+std::string read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+table parse(const std::string& text) {
+    table t;
+    std::istringstream lines(text);
+    std::string line;
+    bool header = true;
+    while (std::getline(lines, line)) {
+        std::istringstream cells(line);
+        std::string cell;
+        std::vector<double> row;
+        while (std::getline(cells, cell, ',')) {
+            if (header)
+                t.names.push_back(cell);
+            else
+                row.push_back(cell.empty() ? 0 : std::strtod(cell.c_str(), nullptr));
+        }
+        if (!header) t.rows.push_back(row);
+        header = false;
+    }
+    return t;
+}
+
+double max_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+double mean_of(const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+// Runs configs/NAME.yaml into a fresh directory and returns it.
+std::string run(const std::string& name) {
+    scenario s;
+    config::config_error error;
+    EXPECT_TRUE(load_scenario(std::string(ROCEFAB_SOURCE_ROOT) + "/configs/" + name + ".yaml", s, error))
+        << error.to_string();
+    s.output = (std::filesystem::temp_directory_path() / ("rocefab-sim-test-" + std::to_string(::getpid()) + "-" + name)).string();
+    std::filesystem::remove_all(s.output);
+    simulation sim(s);
+    sim.run();
+    EXPECT_EQ(sim.write_csv(), "");
+    return s.output;
+}
+
+struct outputs {
+    table queues, flows, counters, fct;
+};
+// The tables of a run; its directory is removed.
+outputs results(const std::string& dir) {
+    outputs o{parse(read(dir + "/queues.csv")), parse(read(dir + "/flows.csv")), parse(read(dir + "/counters.csv")),
+              parse(read(dir + "/fct.csv"))};
+    std::filesystem::remove_all(dir);
+    return o;
+}
+
+TEST(sim_incast_2to1, with_dcqcn_the_senders_share_fairly_and_pfc_is_never_needed) {
+    const outputs o = results(run("incast-2to1-dcqcn"));
+    const double first_done = std::min(o.fct.rows[0][o.fct.column("finish_us")], o.fct.rows[1][o.fct.column("finish_us")]);
+    // From 1 ms (DCQCN has converged) until the first flow ends: each sender's sending rate
+    // averages within 10 % of the other's, and together they keep the bottleneck over 60 % busy.
+    const double f1 = mean_of(o.flows.between("f1_sent_gbps", 1000, first_done));
+    const double f2 = mean_of(o.flows.between("f2_sent_gbps", 1000, first_done));
+    EXPECT_NEAR(f1 / f2, 1.0, 0.1) << f1 << " against " << f2;
+    EXPECT_GT(f1 + f2, 60.0);
+    // The bottleneck queue stays below the ECN band's top (1.5 MB): marks and CNPs hold it,
+    // so the switch never pauses anyone.
+    EXPECT_LT(max_of(o.queues.between("sw1:swp3", 1000, first_done)), 1'500'000);
+    EXPECT_EQ(o.counters.rows.back()[o.counters.column("switch_pause_frames")], 0);
+    EXPECT_GT(o.counters.rows.back()[o.counters.column("cnp_handled")], 0);
+    for (const auto& row : o.fct.rows) EXPECT_GT(row[o.fct.column("fct_us")], 0) << "a flow did not complete";
+}
+
+TEST(sim_incast_2to1, with_pfc_alone_the_queue_sits_at_xoff_and_pauses_never_stop) {
+    const outputs o = results(run("incast-2to1-pfc"));
+    const double first_done = std::min(o.fct.rows[0][o.fct.column("finish_us")], o.fct.rows[1][o.fct.column("finish_us")]);
+    EXPECT_EQ(o.counters.rows.back()[o.counters.column("cnp_sent")], 0);
+    // In every 500 us while both flows run, the switch sends pause frames again.
+    for (double t = 500; t + 500 <= first_done; t += 500) {
+        const auto window = o.counters.between("switch_pause_frames", t, t + 500);
+        ASSERT_FALSE(window.empty());
+        EXPECT_GT(window.back(), window.front()) << "no pause in [" << t << ", " << t + 500 << ") us";
+    }
+    // The queue keeps going back up past a megabyte, to where the senders' groups pause them.
+    EXPECT_GT(max_of(o.queues.between("sw1:swp3", 1000, first_done)), 1'000'000);
+    EXPECT_EQ(o.counters.rows.back()[o.counters.column("headroom_drops")], 0); // lossless
+    EXPECT_EQ(o.counters.rows.back()[o.counters.column("tail_drops")], 0);
+}
+
+TEST(sim_incast_16to1, dcqcn_with_the_papers_parameters_needs_far_fewer_pauses_than_pfc_alone) {
+    const outputs with = results(run("incast-16to1-dcqcn-paper"));
+    const outputs without = results(run("incast-16to1-pfc"));
+    const double paused_with = with.counters.rows.back()[with.counters.column("switch_pause_frames")];
+    const double paused_without = without.counters.rows.back()[without.counters.column("switch_pause_frames")];
+    EXPECT_GT(paused_without, 0);
+    EXPECT_LT(paused_with * 3, paused_without) << paused_with << " against " << paused_without;
+    for (const outputs* o : {&with, &without})
+        for (const auto& row : o->fct.rows) EXPECT_GT(row[o->fct.column("fct_us")], 0) << "a flow did not complete";
+}
+
+TEST(sim, the_same_scenario_and_seed_write_the_same_bytes) {
+    const std::string first = run("incast-2to1-dcqcn");
+    std::map<std::string, std::string> files;
+    for (const char* name : {"queues.csv", "flows.csv", "counters.csv", "fct.csv"}) files[name] = read(first + "/" + name);
+    std::filesystem::rename(first, first + "-1");
+    const std::string second = run("incast-2to1-dcqcn");
+    for (const auto& [name, bytes] : files) {
+        EXPECT_FALSE(bytes.empty());
+        EXPECT_EQ(read(second + "/" + name), bytes) << name;
+    }
+    std::filesystem::remove_all(first + "-1");
+    std::filesystem::remove_all(second);
+}
+
+} // namespace
+} // namespace rocefab::sim
