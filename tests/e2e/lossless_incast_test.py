@@ -56,6 +56,12 @@ class lossless_incast(incast_case):
             self.assertEqual(port["tail_drops"], 0, name)
             self.assertEqual(port["headroom_drops"], 0, name)
         self.assertGreater(ports_of_sw1["swp9"]["ecn_marked"], 0)
+        # DCQCN (on by default, as on ConnectX): the receiver answers the marks with CNPs and
+        # the senders' NICs act on them.
+        self.assertGreater(nics["h9"]["np_ecn_marked_roce_packets"], 0)
+        self.assertGreater(nics["h9"]["np_cnp_sent"], 0)
+        self.assertGreater(sum(nics[h]["rp_cnp_handled"] for h in CLIENTS), 0)
+        self.assertEqual(sum(nics[h]["rp_cnp_ignored"] for h in CLIENTS), 0)
 
 
 class misconfigured_incast(incast_case):
