@@ -137,6 +137,20 @@ TEST(sim_incast_16to1, dcqcn_with_the_papers_parameters_needs_far_fewer_pauses_t
         for (const auto& row : o->fct.rows) EXPECT_GT(row[o->fct.column("fct_us")], 0) << "a flow did not complete";
 }
 
+TEST(sim_victim_flow, behind_an_incast_pfc_blocks_the_victim_and_dcqcn_gives_it_back_its_bandwidth) {
+    const outputs blocked = results(run("victim-flow-pfc"));
+    const outputs freed = results(run("victim-flow-dcqcn"));
+    // The victim is the scenario's last flow; a flow that did not complete has no slowdown.
+    auto victim_slowdown = [](const outputs& o) { return o.fct.rows.back()[o.fct.column("slowdown")]; };
+    // The victim's receiver is idle: only the pauses sw2 sends sw1 for the incast hold it up.
+    EXPECT_GT(victim_slowdown(blocked), 2.0);
+    EXPECT_GT(blocked.counters.rows.back()[blocked.counters.column("switch_pause_frames")], 0);
+    EXPECT_GT(victim_slowdown(freed), 0.0);
+    EXPECT_LT(victim_slowdown(freed), 1.2);
+    EXPECT_LT(freed.counters.rows.back()[freed.counters.column("switch_pause_frames")],
+              blocked.counters.rows.back()[blocked.counters.column("switch_pause_frames")]);
+}
+
 TEST(sim, the_same_scenario_and_seed_write_the_same_bytes) {
     const std::string first = run("incast-2to1-dcqcn");
     std::map<std::string, std::string> files;
