@@ -204,7 +204,7 @@ void simulation::run(std::FILE* progress) {
     auto last_report = wall_start;
     auto report = [&](bool final) {
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-        std::fprintf(progress, "\rrocefab sim: %.3f ms of %.3f ms simulated in %.1f s of wall time, %" PRIu64 " frames%s",
+        std::fprintf(progress, "\rrocefab sim: %.3f ms of %.3f ms simulated in %.2f s of wall time, %" PRIu64 " frames%s",
                      static_cast<double>(now()) / 1e6, static_cast<double>(limit) / 1e6, wall, frames_delivered(),
                      final ? "\n" : "");
         std::fflush(progress);
