@@ -65,9 +65,13 @@ struct nic_counters {
     ROCEFAB_NIC_COUNTERS(ROCEFAB_DECLARE)
 #undef ROCEFAB_DECLARE
 
-    // PFC received per priority, as `ethtool -S` names them on a ConnectX.
+    // PFC received and sent per priority, and frames the receive buffer had no room for, as
+    // `ethtool -S` names them on a ConnectX.
     std::array<std::uint64_t, 8> rx_prio_pause{};
     std::array<std::uint64_t, 8> rx_prio_pause_duration_us{}; // up to the latest pause frame
+    std::array<std::uint64_t, 8> tx_prio_pause{};
+    std::array<std::uint64_t, 8> tx_prio_pause_duration_us{}; // pauses that have ended
+    std::array<std::uint64_t, 8> rx_prio_buf_discard{};
 
     template <typename Visitor>
     void for_each(Visitor&& visit) const {
@@ -83,6 +87,20 @@ struct nic_counters {
         for (unsigned p = 0; p < 8; ++p) {
             visit(pause_names[p], rx_prio_pause[p]);
             visit(duration_names[p], rx_prio_pause_duration_us[p]);
+        }
+        static constexpr const char* tx_names[8] = {"tx_prio0_pause", "tx_prio1_pause", "tx_prio2_pause",
+                                                    "tx_prio3_pause", "tx_prio4_pause", "tx_prio5_pause",
+                                                    "tx_prio6_pause", "tx_prio7_pause"};
+        static constexpr const char* tx_duration_names[8] = {
+            "tx_prio0_pause_duration", "tx_prio1_pause_duration", "tx_prio2_pause_duration", "tx_prio3_pause_duration",
+            "tx_prio4_pause_duration", "tx_prio5_pause_duration", "tx_prio6_pause_duration", "tx_prio7_pause_duration"};
+        static constexpr const char* discard_names[8] = {
+            "rx_prio0_buf_discard", "rx_prio1_buf_discard", "rx_prio2_buf_discard", "rx_prio3_buf_discard",
+            "rx_prio4_buf_discard", "rx_prio5_buf_discard", "rx_prio6_buf_discard", "rx_prio7_buf_discard"};
+        for (unsigned p = 0; p < 8; ++p) {
+            visit(tx_names[p], tx_prio_pause[p]);
+            visit(tx_duration_names[p], tx_prio_pause_duration_us[p]);
+            visit(discard_names[p], rx_prio_buf_discard[p]);
         }
     }
 };

@@ -5,6 +5,7 @@
 #include "nic_emu/qp_transitions.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
@@ -86,12 +87,15 @@ nic_node::nic_node(nic_spec spec, neighbour_resolver resolver)
     _gids[1] = _spec.address;
     _node_guid = 0;
     for (auto b : id) _node_guid = _node_guid << 8 | b;
+    // Room for the smallest frames that fit the receive buffer: no allocation per frame.
+    if (_spec.host_rx_bps) _rx.ring.resize(std::bit_ceil(_spec.rx_buffer_bytes / wire::ethernet_min_frame_length + 1));
 }
 
 nic_node::~nic_node() {
     std::vector<std::uint32_t> contexts;
     for (const auto& [id, c] : _contexts) contexts.push_back(id);
     for (auto id : contexts) close_context(id);
+    while (_rx.head != _rx.tail) rte_pktmbuf_free(_rx.ring[_rx.head++ & (_rx.ring.size() - 1)]);
 }
 
 ibv_device_attr nic_node::device_attributes() const {

@@ -74,6 +74,7 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
             rte_pktmbuf_free(frame);
             return;
         }
+        if (buffer_received(frame, now)) return; // a slow receiver: the host takes it later
         if (!(eth->destination == _spec.mac)) {
             ++_counters.rx_dropped_not_for_us;
             rte_pktmbuf_free(frame);
@@ -181,7 +182,8 @@ void nic_node::on_cnp(queue_pair& qp, sim_time now) {
 // ---- poll ----------------------------------------------------------------------------------------
 
 bool nic_node::poll(sim_time now) {
-    bool did_work = flush_dma();
+    bool did_work = run_receive_buffer(now);
+    did_work |= flush_dma();
     const std::size_t n = _active_qps.size();
     for (std::size_t i = 0; i < n; ++i) {
         queue_pair& qp = *_active_qps[(_round_robin + i) % n];
@@ -206,7 +208,7 @@ bool nic_node::poll(sim_time now) {
 }
 
 sim_time nic_node::next_deadline() const {
-    sim_time earliest = never;
+    sim_time earliest = receive_buffer_deadline();
     for (const queue_pair* qp : _active_qps) {
         earliest = std::min({earliest, qp->retransmit_deadline, qp->gap_deadline, qp->response_gap_deadline});
         // A stopped transport timer with requests outstanding is re-armed by check_timers().
@@ -233,7 +235,7 @@ sim_time nic_node::next_deadline() const {
             const std::uint32_t mask = qp->send_size - 1;
             const hw::send_wqe& next = qp->sq_current != qp->sq_started ? qp->started_work[qp->sq_current & mask].wqe
                                                                        : qp->send_slots[qp->sq_started & mask];
-            if (!requester_must_wait(*qp, next))
+            if (!requester_must_wait(*qp, next) && !window_full(*qp))
                 earliest = std::min(earliest, std::max({qp->rnr_wait_until, busy_until(0) - transmit_fifo_time,
                                                         _pauses.until(priority_of(*qp)), pacer_wakeup(*qp)}));
         }

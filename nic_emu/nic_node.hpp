@@ -50,6 +50,18 @@ struct nic_spec {
     dcqcn_params dcqcn;
     std::uint8_t dcqcn_rp_priorities = 0xff;
     std::uint8_t dcqcn_np_priorities = 0xff;
+    // The host side of the receive path. 0: the host takes frames as fast as the link brings
+    // them. Otherwise frames wait in the NIC's receive buffer and reach the host at this rate,
+    // as behind a PCIe bottleneck or a busy host: a slow receiver.
+    std::uint64_t host_rx_bps = 0;
+    // The receive buffer, and the PFC the NIC sends for its lossless priorities (`mlnx_qos
+    // --pfc`; NVIDIA's RoCE configuration: 3): XOFF when a priority holds more than
+    // rx_xoff_bytes, XON once it holds less than rx_xon_bytes. What arrives over the buffer's
+    // size is discarded (rx_prioN_buf_discard).
+    std::uint32_t rx_buffer_bytes = 512 * 1024;
+    std::uint32_t rx_xoff_bytes = 256 * 1024;
+    std::uint32_t rx_xon_bytes = 128 * 1024;
+    std::uint8_t pfc_priorities = 1u << 3;
 };
 
 // Resolves the destination MAC for a destination GID, as the host's neighbour table would
@@ -282,7 +294,34 @@ private:
     bool _current_frame_kept = false;   // ... and now held in a reorder buffer
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
     pause_timers _pauses;
+    // The receive buffer of a slow receiver (nic_spec::host_rx_bps) and the PFC it sends:
+    // receive_buffer.cpp.
+    struct receive_buffer {
+        std::vector<rte_mbuf*> ring; // allocated at construction; head/tail run freely
+        std::uint32_t head = 0, tail = 0;
+        std::uint32_t bytes = 0;
+        std::array<std::uint32_t, 8> bytes_by_priority{};
+        sim_time next_delivery = 0; // when the host takes the next frame
+        std::array<bool, 8> pausing{};
+        std::array<sim_time, 8> pause_since{}, refresh_at{};
+        bool delivering = false; // receive() is handing a buffered frame on
+    };
+    receive_buffer _rx;
+    // Holds `frame` for the host; false when the NIC has no receive buffer (host_rx_bps 0).
+    bool buffer_received(rte_mbuf* frame, sim_time now);
+    // Hands the host what is due by now, sends XON where a priority has drained and refreshes
+    // XOFF before it runs out. True when it did anything.
+    bool run_receive_buffer(sim_time now);
+    sim_time receive_buffer_deadline() const;
+    std::uint8_t priority_of_frame(rte_mbuf* frame) const;
+    void send_pfc(std::uint8_t priority, bool pause, sim_time now);
     std::uint8_t priority_of(const queue_pair& qp) const { return _spec.dscp_to_priority[qp.headers.dscp & 63]; }
+    // The requester's window: at most this many packets sent and not yet acknowledged. With the
+    // window full, only an ACK or the transport timer lets it go on.
+    static constexpr std::uint32_t max_unacked_packets = 1024;
+    static bool window_full(const queue_pair& qp) {
+        return wire::psn_diff(qp.next_psn, qp.last_acked_psn) > static_cast<std::int32_t>(max_unacked_packets);
+    }
     // When DCQCN's pacer lets the QP's requester send again (0: not rate-limited). The rate
     // must have been advanced to now.
     static sim_time paced_until(const queue_pair& qp) { return qp.rate->limited() ? qp.rate->next_send_time() : 0; }

@@ -15,7 +15,6 @@ using wire::ib_opcode;
 
 // Request packets the requester may have unacknowledged at once; the ACK-request bit is set on
 // every message's last packet and at least this often, so the completer can free the window.
-constexpr std::uint32_t max_unacked_packets = 1024;
 constexpr std::uint32_t ack_request_interval = 64;
 
 std::uint64_t message_length(const hw::send_wqe& wqe) {
@@ -78,7 +77,7 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
             did_work = true;
             if (qp.state == IBV_QPS_ERR || qp.state == IBV_QPS_SQE) break;
         }
-        if (wire::psn_diff(qp.next_psn, qp.last_acked_psn) > static_cast<std::int32_t>(max_unacked_packets)) break;
+        if (window_full(qp)) break;
         if (requester_must_wait(qp, qp.started_work[qp.sq_current & (qp.send_size - 1)].wqe)) break;
         if (!prepare_packet(qp, now, batch)) break;
         const std::uint32_t wire_bytes = rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + 24;

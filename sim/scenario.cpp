@@ -27,6 +27,7 @@ public:
     scenario_loader(std::string file, scenario& out) : _file(std::move(file)), _out(out) {}
 
     void load(const YAML::Node& root) {
+        _out.host_rx_bps.assign(_out.topology.hosts.size(), 0);
         if (const YAML::Node nic = root["nic"]) load_nic(nic);
         if (const YAML::Node sim = root["simulation"]) load_simulation(sim);
         const YAML::Node traffic = root["traffic"];
@@ -114,7 +115,8 @@ private:
     }
 
     void load_nic(const YAML::Node& node) {
-        expect_keys(node, "nic", {"dcqcn"});
+        expect_keys(node, "nic", {"dcqcn", "hosts"});
+        if (const YAML::Node h = node["hosts"]) load_nic_hosts(h);
         const YAML::Node d = node["dcqcn"];
         if (!d) return;
         const std::string at = "nic.dcqcn";
@@ -153,6 +155,21 @@ private:
             else if (key == "cnp_802p_prio") p.cnp_802p_prio = static_cast<std::uint8_t>(whole(v, path, 0, 7));
             else if (key == "clamp_tgt_rate") p.clamp_tgt_rate = whole(v, path, 0, 1) == 1;
             else if (key == "clamp_tgt_rate_after_time_inc") p.clamp_tgt_rate_after_time_inc = whole(v, path, 0, 1) == 1;
+        }
+    }
+
+    void load_nic_hosts(const YAML::Node& node) {
+        if (!node.IsMap()) fail(node, "nic.hosts", "expected a mapping of host names, e.g. { h3: { host-rx-rate: 10M } }");
+        for (auto it = node.begin(); it != node.end(); ++it) {
+            const std::string path = "nic.hosts." + it->first.Scalar();
+            const std::size_t h = host(it->first, "nic.hosts");
+            expect_keys(it->second, path, {"host-rx-rate"});
+            if (const YAML::Node rate = it->second["host-rx-rate"]) {
+                const std::string text = scalar(rate, path + ".host-rx-rate");
+                const auto bps = config::parse_speed(text);
+                if (!bps) fail(rate, path + ".host-rx-rate", "bad rate '" + text + "'; expected a number and a unit M, G or T (e.g. 10M, 40G)");
+                _out.host_rx_bps[h] = *bps;
+            }
         }
     }
 

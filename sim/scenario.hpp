@@ -6,6 +6,8 @@
 //     dcqcn: { state: enabled, rpg_ai_rate: 5, rpg_time_reset: 300us, ... }
 //                                          the mlx5 knob names (nic_emu/dcqcn.hpp); times with a
 //                                          unit (ns, us, ms), rates in Mb/s, the rest as mlx5 has them
+//     hosts: { h3: { host-rx-rate: 10M } }  a slow receiver: its host takes frames at this rate,
+//                                          and its NIC sends PFC as its receive buffer fills
 //   traffic:                               a list; each item is a flow or a pattern
 //     - { from: h1, to: h9, size: 10MB, start: 0us }            one flow (`name:` optional)
 //     - { pattern: incast, senders: [h1, h2], receiver: h9, size: 10MB, start: 0us }
@@ -39,6 +41,7 @@ struct scenario {
     config::topology topology;
     bool dcqcn = true; // ConnectX's default
     nic::dcqcn_params dcqcn_params;
+    std::vector<std::uint64_t> host_rx_bps; // per host; 0: the host keeps up with its link
     std::vector<flow_spec> flows; // patterns expanded, in file order
     sim_time duration = 0;        // 0: until every flow has completed
     sim_time sample_interval = microseconds(10);

@@ -114,5 +114,32 @@ TEST_F(dcqcn_nics_without_reaction_point, cnps_for_a_priority_with_dcqcn_off_are
     EXPECT_LT(done, microseconds(95)); // line rate, plus the extra cable of the marker
 }
 
+// A slow receiver: h2's host takes frames at 10 Gb/s from a 100 Gb/s link. Its NIC buffers what
+// arrives and pauses h1 with PFC whenever priority 3 holds more than 256 kB, so nothing is lost.
+class slow_receiver : public two_nics {
+protected:
+    void adjust(nic_spec&, nic_spec& h2_spec) override { h2_spec.host_rx_bps = 10'000'000'000; }
+};
+
+TEST_F(slow_receiver, pauses_the_sender_with_pfc_instead_of_dropping) {
+    connect({.mtu = IBV_MTU_4096});
+    post_recv(h2, 1, 0, 1 << 20);
+    post_send(h1, 1, IBV_WR_SEND, 0, 1 << 20);
+    sim_time done = 0;
+    while (!done && now() < milliseconds(20)) {
+        run_for(microseconds(10));
+        if (!poll(h2.recv_cq_control, h2.recv_cqes).empty()) done = now();
+    }
+    ASSERT_GT(done, 0) << "the send did not complete";
+    // 1 MiB at the host's 10 Gb/s: at least 839 us, however fast the link.
+    EXPECT_GT(done, microseconds(839));
+    const nic_counters& receiver = h2.nic->counters();
+    EXPECT_GT(receiver.tx_prio_pause[3], 1u); // XOFF, XON, ...
+    EXPECT_GT(receiver.tx_prio_pause_duration_us[3], 0u);
+    EXPECT_EQ(receiver.rx_prio_buf_discard[3], 0u);
+    EXPECT_EQ(h1.nic->counters().rx_prio_pause[3], receiver.tx_prio_pause[3]);
+    EXPECT_EQ(h1.nic->counters().retransmitted_packets, 0u);
+}
+
 } // namespace
 } // namespace rocefab::nic::testing

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -68,12 +69,14 @@ double mean_of(const std::vector<double>& v) {
     return v.empty() ? 0 : sum / static_cast<double>(v.size());
 }
 
-// Runs configs/NAME.yaml into a fresh directory and returns it.
-std::string run(const std::string& name) {
+// Runs configs/NAME.yaml, after `change` edits the loaded scenario, into a fresh directory and
+// returns it.
+std::string run(const std::string& name, const std::function<void(scenario&)>& change = {}) {
     scenario s;
     config::config_error error;
     EXPECT_TRUE(load_scenario(std::string(ROCEFAB_SOURCE_ROOT) + "/configs/" + name + ".yaml", s, error))
         << error.to_string();
+    if (change) change(s);
     s.output = (std::filesystem::temp_directory_path() / ("rocefab-sim-test-" + std::to_string(::getpid()) + "-" + name)).string();
     std::filesystem::remove_all(s.output);
     simulation sim(s);
@@ -149,6 +152,25 @@ TEST(sim_victim_flow, behind_an_incast_pfc_blocks_the_victim_and_dcqcn_gives_it_
     EXPECT_LT(victim_slowdown(freed), 1.2);
     EXPECT_LT(freed.counters.rows.back()[freed.counters.column("switch_pause_frames")],
               blocked.counters.rows.back()[blocked.counters.column("switch_pause_frames")]);
+}
+
+TEST(sim_pfc_storm, a_stalled_receiver_blocks_its_neighbour_until_the_watchdog_drops_the_storm) {
+    const outputs o = results(run("pfc-storm"));
+    const auto& blocked = o.fct.rows.back(); // h1 to h2, behind h1's pause
+    // NVIDIA's watchdog: three polls of 100 ms find swp3 paused, then it drops.
+    EXPECT_GT(blocked[o.fct.column("finish_us")], 200'000);
+    EXPECT_LT(blocked[o.fct.column("finish_us")], 450'000);
+    EXPECT_GT(o.counters.rows.back()[o.counters.column("watchdog_drops")], 0);
+    EXPECT_GT(o.counters.rows.back()[o.counters.column("nic_pause_frames_received")], 100); // the storm reached h1
+    EXPECT_EQ(o.counters.rows.back()[o.counters.column("headroom_drops")], 0);
+
+    // Without the watchdog the storm holds the neighbour's flow for the whole run.
+    const outputs held = results(run("pfc-storm", [](scenario& s) {
+        s.topology.switches[0].qos.pfc_watchdog.enabled = false;
+        s.duration = milliseconds(450);
+    }));
+    EXPECT_EQ(held.fct.rows.back()[held.fct.column("fct_us")], 0) << "completed without the watchdog";
+    EXPECT_EQ(held.counters.rows.back()[held.counters.column("watchdog_drops")], 0);
 }
 
 TEST(sim, the_same_scenario_and_seed_write_the_same_bytes) {

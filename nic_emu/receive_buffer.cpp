@@ -1,0 +1,112 @@
+// A slow receiver's receive buffer: frames from the wire wait here until the host takes them at
+// nic_spec::host_rx_bps, and the NIC sends PFC for its lossless priorities as the buffer fills,
+// as a ConnectX does when its host cannot keep up. A NIC whose host keeps up (host_rx_bps 0)
+// has no buffer and never pauses anyone.
+
+#include "nic_emu/nic_node.hpp"
+
+#include "dataplane/wire/ip.hpp"
+#include "dataplane/wire/pfc.hpp"
+
+#include <algorithm>
+
+namespace rocefab::nic {
+
+namespace {
+constexpr std::uint16_t xoff_quanta = 0xffff;
+} // namespace
+
+std::uint8_t nic_node::priority_of_frame(rte_mbuf* frame) const {
+    // Trust DSCP, as the NIC's own traffic does; anything that is not IP travels in priority 0.
+    const auto bytes = frame_bytes(frame);
+    if (bytes.size() < sizeof(wire::ethernet_header) + 2) return 0;
+    const auto* eth = reinterpret_cast<const wire::ethernet_header*>(bytes.data());
+    const std::uint8_t* ip = bytes.data() + sizeof(wire::ethernet_header);
+    std::uint8_t traffic_class;
+    if (eth->ether_type.load() == wire::ethertype::ipv4)
+        traffic_class = ip[1];
+    else if (eth->ether_type.load() == wire::ethertype::ipv6)
+        traffic_class = static_cast<std::uint8_t>((ip[0] & 0x0f) << 4 | ip[1] >> 4);
+    else
+        return 0;
+    return _spec.dscp_to_priority[traffic_class >> 2];
+}
+
+void nic_node::send_pfc(std::uint8_t priority, bool pause, sim_time now) {
+    rte_mbuf* m = allocate_frame();
+    if (!m) {
+        ++_counters.tx_no_buffer; // tried again at the next refresh or drain
+        return;
+    }
+    auto* data = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, wire::pfc_frame_length));
+    std::array<std::uint16_t, 8> quanta{};
+    quanta[priority] = pause ? xoff_quanta : 0;
+    wire::write_pfc_frame(data, _spec.mac, static_cast<std::uint8_t>(1u << priority), quanta);
+    ++_counters.tx_prio_pause[priority];
+    // MAC control frames go out at once: no priority's pause holds them.
+    transmit(0, m, now);
+}
+
+bool nic_node::buffer_received(rte_mbuf* frame, sim_time now) {
+    if (!_spec.host_rx_bps || _rx.delivering) return false;
+    const std::uint8_t priority = priority_of_frame(frame);
+    const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
+    if (_rx.bytes + length > _spec.rx_buffer_bytes || _rx.tail - _rx.head == _rx.ring.size()) {
+        ++_counters.rx_prio_buf_discard[priority];
+        rte_pktmbuf_free(frame);
+        return true;
+    }
+    if (_rx.head == _rx.tail) _rx.next_delivery = std::max(_rx.next_delivery, now);
+    _rx.ring[_rx.tail++ & (_rx.ring.size() - 1)] = frame;
+    _rx.bytes += length;
+    _rx.bytes_by_priority[priority] += length;
+    if ((_spec.pfc_priorities & (1u << priority)) && !_rx.pausing[priority] &&
+        _rx.bytes_by_priority[priority] > _spec.rx_xoff_bytes) {
+        _rx.pausing[priority] = true;
+        _rx.pause_since[priority] = now;
+        _rx.refresh_at[priority] = now + wire::pause_quanta_to_time(xoff_quanta, _spec.speed_bps) / 2;
+        send_pfc(priority, true, now);
+    }
+    return true;
+}
+
+bool nic_node::run_receive_buffer(sim_time now) {
+    if (!_spec.host_rx_bps) return false;
+    bool did_work = false;
+    while (_rx.head != _rx.tail && _rx.next_delivery <= now) {
+        rte_mbuf* frame = _rx.ring[_rx.head++ & (_rx.ring.size() - 1)];
+        const std::uint8_t priority = priority_of_frame(frame);
+        const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
+        _rx.bytes -= length;
+        _rx.bytes_by_priority[priority] -= length;
+        _rx.next_delivery += serialization_time(length, _spec.host_rx_bps);
+        _rx.delivering = true;
+        receive(0, frame, now);
+        _rx.delivering = false;
+        did_work = true;
+    }
+    for (std::uint8_t p = 0; p < 8; ++p) {
+        if (!_rx.pausing[p]) continue;
+        if (_rx.bytes_by_priority[p] < _spec.rx_xon_bytes) {
+            _rx.pausing[p] = false;
+            _counters.tx_prio_pause_duration_us[p] += static_cast<std::uint64_t>(now - _rx.pause_since[p]) / 1000;
+            send_pfc(p, false, now);
+            did_work = true;
+        } else if (_rx.refresh_at[p] <= now) {
+            _rx.refresh_at[p] = now + wire::pause_quanta_to_time(xoff_quanta, _spec.speed_bps) / 2;
+            send_pfc(p, true, now);
+            did_work = true;
+        }
+    }
+    return did_work;
+}
+
+sim_time nic_node::receive_buffer_deadline() const {
+    if (!_spec.host_rx_bps) return never;
+    sim_time earliest = _rx.head != _rx.tail ? _rx.next_delivery : never;
+    for (std::uint8_t p = 0; p < 8; ++p)
+        if (_rx.pausing[p]) earliest = std::min(earliest, _rx.refresh_at[p]);
+    return earliest;
+}
+
+} // namespace rocefab::nic
