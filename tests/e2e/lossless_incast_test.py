@@ -35,6 +35,9 @@ class incast_case(fabric_case):
             clients.append(subprocess.Popen(
                 [base.ROCEFAB, "run", "--fabric", self.name, "--host", host, "--", "ib_write_bw", *common, "-p", port,
                  "127.0.0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env))
+        # Mid-run, the senders' QPs as `rocefab show --json` lists them, DCQCN rates included.
+        time.sleep(2.5)
+        self.qps_mid_run = {n["host"]: n["qps"] for n in self.counters()["nics"]}
         for p in clients + servers:
             out, err = p.communicate(timeout=120)
             self.assertEqual(p.returncode, 0, out + err)
@@ -62,6 +65,12 @@ class lossless_incast(incast_case):
         self.assertGreater(nics["h9"]["np_cnp_sent"], 0)
         self.assertGreater(sum(nics[h]["rp_cnp_handled"] for h in CLIENTS), 0)
         self.assertEqual(sum(nics[h]["rp_cnp_ignored"] for h in CLIENTS), 0)
+        # Mid-run every sender's QP was held below the 10G line by DCQCN: the rates moved the
+        # same way, down, as in the virtual-time incast.
+        for host in CLIENTS:
+            rates = [q["dcqcn"]["current-rate-mbps"] for q in self.qps_mid_run[host] if q["state"] == "RTS"]
+            self.assertTrue(rates, host)
+            self.assertLess(min(rates), 10000, host)
 
 
 class misconfigured_incast(incast_case):
