@@ -121,7 +121,7 @@ private:
         if (!d) return;
         const std::string at = "nic.dcqcn";
         expect_keys(d, at,
-                    {"state", "rpg_time_reset", "rpg_byte_reset", "rpg_threshold", "rpg_max_rate", "rpg_ai_rate",
+                    {"state", "priorities", "rpg_time_reset", "rpg_byte_reset", "rpg_threshold", "rpg_max_rate", "rpg_ai_rate",
                      "rpg_hai_rate", "rpg_gd", "rpg_min_dec_fac", "rpg_min_rate", "rate_to_set_on_first_cnp",
                      "dce_tcp_g", "dce_tcp_rtt", "rate_reduce_monitor_period", "initial_alpha_value",
                      "min_time_between_cnps", "cnp_dscp", "cnp_802p_prio", "clamp_tgt_rate",
@@ -135,7 +135,12 @@ private:
             if (key == "state") {
                 const std::string s = scalar(v, path);
                 if (s != "enabled" && s != "disabled") fail(v, path, "expected enabled or disabled, got '" + s + "'");
-                _out.dcqcn = s == "enabled";
+                if (s == "disabled") _out.dcqcn_priorities = 0;
+            } else if (key == "priorities") {
+                if (!v.IsSequence()) fail(v, path, "expected a list of priorities, e.g. [3]");
+                std::uint8_t mask = 0;
+                for (const YAML::Node& p : v) mask |= static_cast<std::uint8_t>(1u << whole(p, path, 0, 7));
+                if (!d["state"] || d["state"].Scalar() == "enabled") _out.dcqcn_priorities = mask;
             } else if (key == "rpg_time_reset") p.rpg_time_reset = duration(v, path, 1'000, milliseconds(100));
             else if (key == "rpg_byte_reset") p.rpg_byte_reset = static_cast<std::uint32_t>(whole(v, path, 0, 1u << 30));
             else if (key == "rpg_threshold") p.rpg_threshold = static_cast<std::uint32_t>(whole(v, path, 1, 31));

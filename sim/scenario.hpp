@@ -3,7 +3,7 @@
 //
 // File format: a topology file (control/config/topology.hpp) with three more sections:
 //   nic:                                   optional; every host's NIC
-//     dcqcn: { state: enabled, rpg_ai_rate: 5, rpg_time_reset: 300us, ... }
+//     dcqcn: { state: enabled, priorities: [3], rpg_ai_rate: 5, rpg_time_reset: 300us, ... }
 //                                          the mlx5 knob names (nic_emu/dcqcn.hpp); times with a
 //                                          unit (ns, us, ms), rates in Mb/s, the rest as mlx5 has them
 //     hosts: { h3: { host-rx-rate: 10M } }  a slow receiver: its host takes frames at this rate,
@@ -39,7 +39,8 @@ struct flow_spec {
 
 struct scenario {
     config::topology topology;
-    bool dcqcn = true; // ConnectX's default
+    // The priorities DCQCN runs on, as reaction and notification point (ConnectX: all).
+    std::uint8_t dcqcn_priorities = 0xff;
     nic::dcqcn_params dcqcn_params;
     std::vector<std::uint64_t> host_rx_bps; // per host; 0: the host keeps up with its link
     std::vector<flow_spec> flows; // patterns expanded, in file order
