@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 namespace rocefab::nic {
 
@@ -78,30 +79,20 @@ struct nic_counters {
 #define ROCEFAB_VISIT(name) visit(#name, name);
         ROCEFAB_NIC_COUNTERS(ROCEFAB_VISIT)
 #undef ROCEFAB_VISIT
-        static constexpr const char* pause_names[8] = {"rx_prio0_pause", "rx_prio1_pause", "rx_prio2_pause",
-                                                       "rx_prio3_pause", "rx_prio4_pause", "rx_prio5_pause",
-                                                       "rx_prio6_pause", "rx_prio7_pause"};
-        static constexpr const char* duration_names[8] = {
-            "rx_prio0_pause_duration", "rx_prio1_pause_duration", "rx_prio2_pause_duration", "rx_prio3_pause_duration",
-            "rx_prio4_pause_duration", "rx_prio5_pause_duration", "rx_prio6_pause_duration", "rx_prio7_pause_duration"};
-        for (unsigned p = 0; p < 8; ++p) {
-            visit(pause_names[p], rx_prio_pause[p]);
-            visit(duration_names[p], rx_prio_pause_duration_us[p]);
-        }
-        static constexpr const char* tx_names[8] = {"tx_prio0_pause", "tx_prio1_pause", "tx_prio2_pause",
-                                                    "tx_prio3_pause", "tx_prio4_pause", "tx_prio5_pause",
-                                                    "tx_prio6_pause", "tx_prio7_pause"};
-        static constexpr const char* tx_duration_names[8] = {
-            "tx_prio0_pause_duration", "tx_prio1_pause_duration", "tx_prio2_pause_duration", "tx_prio3_pause_duration",
-            "tx_prio4_pause_duration", "tx_prio5_pause_duration", "tx_prio6_pause_duration", "tx_prio7_pause_duration"};
-        static constexpr const char* discard_names[8] = {
-            "rx_prio0_buf_discard", "rx_prio1_buf_discard", "rx_prio2_buf_discard", "rx_prio3_buf_discard",
-            "rx_prio4_buf_discard", "rx_prio5_buf_discard", "rx_prio6_buf_discard", "rx_prio7_buf_discard"};
-        for (unsigned p = 0; p < 8; ++p) {
-            visit(tx_names[p], tx_prio_pause[p]);
-            visit(tx_duration_names[p], tx_prio_pause_duration_us[p]);
-            visit(discard_names[p], rx_prio_buf_discard[p]);
-        }
+        // ethtool's per-priority names: "rx_prio3_pause", "tx_prio3_pause_duration", ...
+        static const auto names = [] {
+            std::array<std::array<std::string, 8>, 5> table;
+            constexpr const char* affixes[5][2] = {{"rx", "pause"}, {"rx", "pause_duration"}, {"tx", "pause"},
+                                                  {"tx", "pause_duration"}, {"rx", "buf_discard"}};
+            for (unsigned k = 0; k < 5; ++k)
+                for (unsigned p = 0; p < 8; ++p)
+                    table[k][p] = std::string(affixes[k][0]) + "_prio" + std::to_string(p) + "_" + affixes[k][1];
+            return table;
+        }();
+        const std::array<const std::array<std::uint64_t, 8>*, 5> values = {
+            &rx_prio_pause, &rx_prio_pause_duration_us, &tx_prio_pause, &tx_prio_pause_duration_us, &rx_prio_buf_discard};
+        for (unsigned k = 0; k < 5; ++k)
+            for (unsigned p = 0; p < 8; ++p) visit(names[k][p].c_str(), (*values[k])[p]);
     }
 };
 
