@@ -19,7 +19,8 @@ enum class clocking { realtime, virtual_time };
 
 link_model model_of(const config::link_params& params);
 
-// The spec of NIC `nic_index` of host `host`: name, addresses, speed and MTU of its link.
+// The spec of NIC `nic_index` of host `host`: name, addresses, speed and MTU of its link, the
+// file's DCQCN settings and the host's receive rate.
 nic::nic_spec nic_spec_of(const config::topology& topology, std::size_t host, std::size_t nic_index);
 
 // The neighbour table a host builds with ARP/ND, for NIC `nic_index` of `host`. `link_locals`

@@ -27,8 +27,6 @@ public:
     scenario_loader(std::string file, scenario& out) : _file(std::move(file)), _out(out) {}
 
     void load(const YAML::Node& root) {
-        _out.host_rx_bps.assign(_out.topology.hosts.size(), 0);
-        if (const YAML::Node nic = root["nic"]) load_nic(nic);
         if (const YAML::Node sim = root["simulation"]) load_simulation(sim);
         const YAML::Node traffic = root["traffic"];
         if (!traffic) fail(root, "traffic", "missing; a scenario needs at least one flow or pattern");
@@ -112,70 +110,6 @@ private:
             out.push_back(h);
         }
         return out;
-    }
-
-    void load_nic(const YAML::Node& node) {
-        expect_keys(node, "nic", {"dcqcn", "hosts"});
-        if (const YAML::Node h = node["hosts"]) load_nic_hosts(h);
-        const YAML::Node d = node["dcqcn"];
-        if (!d) return;
-        const std::string at = "nic.dcqcn";
-        expect_keys(d, at,
-                    {"state", "priorities", "rpg_time_reset", "rpg_byte_reset", "rpg_threshold", "rpg_max_rate", "rpg_ai_rate",
-                     "rpg_hai_rate", "rpg_gd", "rpg_min_dec_fac", "rpg_min_rate", "rate_to_set_on_first_cnp",
-                     "dce_tcp_g", "dce_tcp_rtt", "rate_reduce_monitor_period", "initial_alpha_value",
-                     "min_time_between_cnps", "cnp_dscp", "cnp_802p_prio", "clamp_tgt_rate",
-                     "clamp_tgt_rate_after_time_inc"});
-        nic::dcqcn_params& p = _out.dcqcn_params;
-        for (auto it = d.begin(); it != d.end(); ++it) {
-            const std::string key = it->first.Scalar();
-            const std::string path = at + "." + key;
-            const YAML::Node& v = it->second;
-            constexpr std::uint64_t most = 1'600'000; // Mb/s: 1.6T
-            if (key == "state") {
-                const std::string s = scalar(v, path);
-                if (s != "enabled" && s != "disabled") fail(v, path, "expected enabled or disabled, got '" + s + "'");
-                if (s == "disabled") _out.dcqcn_priorities = 0;
-            } else if (key == "priorities") {
-                if (!v.IsSequence()) fail(v, path, "expected a list of priorities, e.g. [3]");
-                std::uint8_t mask = 0;
-                for (const YAML::Node& p : v) mask |= static_cast<std::uint8_t>(1u << whole(p, path, 0, 7));
-                if (!d["state"] || d["state"].Scalar() == "enabled") _out.dcqcn_priorities = mask;
-            } else if (key == "rpg_time_reset") p.rpg_time_reset = duration(v, path, 1'000, milliseconds(100));
-            else if (key == "rpg_byte_reset") p.rpg_byte_reset = static_cast<std::uint32_t>(whole(v, path, 0, 1u << 30));
-            else if (key == "rpg_threshold") p.rpg_threshold = static_cast<std::uint32_t>(whole(v, path, 1, 31));
-            else if (key == "rpg_max_rate") p.rpg_max_rate_mbps = whole(v, path, 0, most);
-            else if (key == "rpg_ai_rate") p.rpg_ai_rate_mbps = whole(v, path, 1, most);
-            else if (key == "rpg_hai_rate") p.rpg_hai_rate_mbps = whole(v, path, 1, most);
-            else if (key == "rpg_gd") p.rpg_gd = static_cast<std::uint32_t>(whole(v, path, 1, 15));
-            else if (key == "rpg_min_dec_fac") p.rpg_min_dec_fac = static_cast<std::uint32_t>(whole(v, path, 1, 100));
-            else if (key == "rpg_min_rate") p.rpg_min_rate_mbps = whole(v, path, 1, most);
-            else if (key == "rate_to_set_on_first_cnp") p.rate_to_set_on_first_cnp_mbps = whole(v, path, 0, most);
-            else if (key == "dce_tcp_g") p.dce_tcp_g = static_cast<std::uint32_t>(whole(v, path, 0, 1024));
-            else if (key == "dce_tcp_rtt") p.dce_tcp_rtt = duration(v, path, 1, milliseconds(100));
-            else if (key == "rate_reduce_monitor_period") p.rate_reduce_monitor_period = duration(v, path, 0, milliseconds(100));
-            else if (key == "initial_alpha_value") p.initial_alpha_value = static_cast<std::uint32_t>(whole(v, path, 0, 1024));
-            else if (key == "min_time_between_cnps") p.min_time_between_cnps = duration(v, path, 0, milliseconds(100));
-            else if (key == "cnp_dscp") p.cnp_dscp = static_cast<std::uint8_t>(whole(v, path, 0, 63));
-            else if (key == "cnp_802p_prio") p.cnp_802p_prio = static_cast<std::uint8_t>(whole(v, path, 0, 7));
-            else if (key == "clamp_tgt_rate") p.clamp_tgt_rate = whole(v, path, 0, 1) == 1;
-            else if (key == "clamp_tgt_rate_after_time_inc") p.clamp_tgt_rate_after_time_inc = whole(v, path, 0, 1) == 1;
-        }
-    }
-
-    void load_nic_hosts(const YAML::Node& node) {
-        if (!node.IsMap()) fail(node, "nic.hosts", "expected a mapping of host names, e.g. { h3: { host-rx-rate: 10M } }");
-        for (auto it = node.begin(); it != node.end(); ++it) {
-            const std::string path = "nic.hosts." + it->first.Scalar();
-            const std::size_t h = host(it->first, "nic.hosts");
-            expect_keys(it->second, path, {"host-rx-rate"});
-            if (const YAML::Node rate = it->second["host-rx-rate"]) {
-                const std::string text = scalar(rate, path + ".host-rx-rate");
-                const auto bps = config::parse_speed(text);
-                if (!bps) fail(rate, path + ".host-rx-rate", "bad rate '" + text + "'; expected a number and a unit M, G or T (e.g. 10M, 40G)");
-                _out.host_rx_bps[h] = *bps;
-            }
-        }
     }
 
     void load_simulation(const YAML::Node& node) {
@@ -315,7 +249,7 @@ bool load_scenario(const std::string& path, scenario& out, config::config_error&
     out = scenario{};
     std::string text;
     if (!config::read_config_file(path, text, error)) return false;
-    if (!config::parse_topology(text, path, {"nic", "traffic", "simulation"}, out.topology, error)) return false;
+    if (!config::parse_topology(text, path, {"traffic", "simulation"}, out.topology, error)) return false;
     try {
         scenario_loader(path, out).load(YAML::Load(text));
         return true;

@@ -1,13 +1,8 @@
 // A simulation scenario: a fabric (the topology file's sections), the hosts' NIC settings, the
 // traffic, and how long to run and sample. `rocefab sim FILE` runs it under virtual time.
 //
-// File format: a topology file (control/config/topology.hpp) with three more sections:
-//   nic:                                   optional; every host's NIC
-//     dcqcn: { state: enabled, priorities: [3], rpg_ai_rate: 5, rpg_time_reset: 300us, ... }
-//                                          the mlx5 knob names (nic_emu/dcqcn.hpp); times with a
-//                                          unit (ns, us, ms), rates in Mb/s, the rest as mlx5 has them
-//     hosts: { h3: { host-rx-rate: 10M } }  a slow receiver: its host takes frames at this rate,
-//                                          and its NIC sends PFC as its receive buffer fills
+// File format: a topology file (control/config/topology.hpp, whose `nic:` section sets the NICs'
+// DCQCN and slow receivers) with two more sections:
 //   traffic:                               a list; each item is a flow or a pattern
 //     - { from: h1, to: h9, size: 10MB, start: 0us }            one flow (`name:` optional)
 //     - { pattern: incast, senders: [h1, h2], receiver: h9, size: 10MB, start: 0us }
@@ -39,10 +34,6 @@ struct flow_spec {
 
 struct scenario {
     config::topology topology;
-    // The priorities DCQCN runs on, as reaction and notification point (ConnectX: all).
-    std::uint8_t dcqcn_priorities = 0xff;
-    nic::dcqcn_params dcqcn_params;
-    std::vector<std::uint64_t> host_rx_bps; // per host; 0: the host keeps up with its link
     std::vector<flow_spec> flows; // patterns expanded, in file order
     sim_time duration = 0;        // 0: until every flow has completed
     sim_time sample_interval = microseconds(10);

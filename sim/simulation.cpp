@@ -156,11 +156,7 @@ simulation::simulation(const scenario& s) : _scenario(s) {
     std::vector<std::vector<wire::ipv6_address>> link_locals(topo.hosts.size());
     std::vector<node_id> nic_ids;
     for (std::size_t h = 0; h < topo.hosts.size(); ++h) {
-        nic::nic_spec spec = control::nic_spec_of(topo, h, 0);
-        spec.dcqcn = s.dcqcn_params;
-        spec.host_rx_bps = s.host_rx_bps[h];
-        spec.dcqcn_rp_priorities = spec.dcqcn_np_priorities = s.dcqcn_priorities;
-        _nics.push_back(std::make_unique<nic::nic_node>(spec, nic::neighbour_resolver{}));
+        _nics.push_back(std::make_unique<nic::nic_node>(control::nic_spec_of(topo, h, 0), nic::neighbour_resolver{}));
         link_locals[h].push_back(_nics.back()->gid(0));
         nic_ids.push_back(_wiring.add_node(*_nics.back()));
     }

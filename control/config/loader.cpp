@@ -206,7 +206,7 @@ public:
                                 "expected a mapping with the keys fabric, defaults, switches, hosts, links, seed; got " +
                                     describe_type(root)}};
         }
-        std::vector<std::string> top_keys = {"fabric", "defaults", "switches", "hosts", "links", "seed"};
+        std::vector<std::string> top_keys = {"fabric", "defaults", "switches", "hosts", "links", "seed", "nic"};
         top_keys.insert(top_keys.end(), _extra_keys.begin(), _extra_keys.end());
         const mapping top = expect_map(root, "", top_keys);
 
@@ -222,6 +222,7 @@ public:
         if (!hosts) fail(root, "hosts", "missing; a fabric needs at least one host");
         load_hosts(hosts->value, out);
         if (const entry* e = top.find("links")) load_links(e->value, defaults, out);
+        if (const entry* e = top.find("nic")) load_nic(e->value, out);
 
         check_every_nic_linked(out);
         number_switch_ports(out);
@@ -415,6 +416,91 @@ private:
                      "MTU " + text + " is out of range; expected " + range + " (the IP MTU, as in `ip link set mtu`)");
             params.mtu = mtu;
         }
+    }
+
+    // --- the hosts' NICs (topology.hpp documents the keys) ---
+
+    void load_nic(const YAML::Node& node, topology& out) const {
+        if (node.IsNull()) return;
+        const mapping m = expect_map(node, "nic", {"dcqcn", "hosts"});
+        if (const entry* e = m.find("dcqcn")) load_dcqcn(e->value, "nic.dcqcn", out.nic);
+        if (const entry* e = m.find("hosts")) {
+            const std::string at = "nic.hosts";
+            if (!e->value.IsMap()) fail(e->value, at, "expected a mapping of host names, e.g. { h3: { host-rx-rate: 10G } }");
+            for (auto it = e->value.begin(); it != e->value.end(); ++it) {
+                const std::string name = expect_scalar(it->first, at, "h3");
+                const auto host = std::find_if(out.hosts.begin(), out.hosts.end(), [&](const host_config& h) { return h.name == name; });
+                if (host == out.hosts.end()) fail(it->first, at + "." + name, "unknown host '" + name + "'");
+                const mapping settings = expect_map(it->second, at + "." + name, {"host-rx-rate"});
+                if (const entry* rate = settings.find("host-rx-rate")) {
+                    const std::string path = settings.child_path("host-rx-rate");
+                    const std::string text = expect_scalar(rate->value, path, "10G");
+                    const auto bps = parse_speed(text);
+                    if (!bps || *bps < min_link_speed_bps || *bps > max_link_speed_bps)
+                        fail(rate->value, path,
+                             "bad host-rx-rate '" + text + "'; expected " + format_speed(min_link_speed_bps) + " to " +
+                                 format_speed(max_link_speed_bps) + ", a number and a unit M, G or T (e.g. 10G)");
+                    host->host_rx_bps = *bps;
+                }
+            }
+        }
+    }
+
+    void load_dcqcn(const YAML::Node& node, const std::string& at, nic_settings& out) const {
+        const mapping m = expect_map(node, at,
+                                     {"state", "priorities", "rpg_time_reset", "rpg_byte_reset", "rpg_threshold",
+                                      "rpg_max_rate", "rpg_ai_rate", "rpg_hai_rate", "rpg_gd", "rpg_min_dec_fac",
+                                      "rpg_min_rate", "rate_to_set_on_first_cnp", "dce_tcp_g", "dce_tcp_rtt",
+                                      "rate_reduce_monitor_period", "initial_alpha_value", "min_time_between_cnps",
+                                      "cnp_dscp", "cnp_802p_prio", "clamp_tgt_rate", "clamp_tgt_rate_after_time_inc"});
+        nic::dcqcn_params& p = out.dcqcn;
+        auto time = [&](const entry& e, sim_time least, sim_time most) {
+            const std::string path = m.child_path(e.key);
+            const std::string text = expect_scalar(e.value, path, "300us");
+            const auto value = parse_duration(text);
+            if (!value || *value < least || *value > most)
+                fail(e.value, path,
+                     "bad " + e.key + " '" + text + "'; expected " + format_duration(least) + " to " +
+                         format_duration(most) + ", with a unit ns, us or ms");
+            return *value;
+        };
+        auto whole = [&](const entry& e, std::uint64_t least, std::uint64_t most) {
+            return load_whole(e.value, m.child_path(e.key), least, most, e.key);
+        };
+        constexpr std::uint64_t mbps_most = 1'600'000; // 1.6T in Mb/s
+        bool enabled = true;
+        std::uint8_t priorities = 0xff;
+        for (const entry& e : m.entries) {
+            const std::string& k = e.key;
+            if (k == "state") {
+                const std::string s = expect_scalar(e.value, m.child_path(k), "enabled");
+                if (s != "enabled" && s != "disabled") fail(e.value, m.child_path(k), "expected enabled or disabled, got '" + s + "'");
+                enabled = s == "enabled";
+            } else if (k == "priorities") {
+                priorities = 0;
+                for (const YAML::Node& v : expect_list(e.value, m.child_path(k)))
+                    priorities |= static_cast<std::uint8_t>(1u << load_whole(v, m.child_path(k), 0, 7, "priority"));
+            } else if (k == "rpg_time_reset") p.rpg_time_reset = time(e, 1'000, milliseconds(100));
+            else if (k == "rpg_byte_reset") p.rpg_byte_reset = static_cast<std::uint32_t>(whole(e, 0, 1u << 30));
+            else if (k == "rpg_threshold") p.rpg_threshold = static_cast<std::uint32_t>(whole(e, 1, 31));
+            else if (k == "rpg_max_rate") p.rpg_max_rate_mbps = whole(e, 0, mbps_most);
+            else if (k == "rpg_ai_rate") p.rpg_ai_rate_mbps = whole(e, 1, mbps_most);
+            else if (k == "rpg_hai_rate") p.rpg_hai_rate_mbps = whole(e, 1, mbps_most);
+            else if (k == "rpg_gd") p.rpg_gd = static_cast<std::uint32_t>(whole(e, 1, 15));
+            else if (k == "rpg_min_dec_fac") p.rpg_min_dec_fac = static_cast<std::uint32_t>(whole(e, 1, 100));
+            else if (k == "rpg_min_rate") p.rpg_min_rate_mbps = whole(e, 1, mbps_most);
+            else if (k == "rate_to_set_on_first_cnp") p.rate_to_set_on_first_cnp_mbps = whole(e, 0, mbps_most);
+            else if (k == "dce_tcp_g") p.dce_tcp_g = static_cast<std::uint32_t>(whole(e, 0, 1024));
+            else if (k == "dce_tcp_rtt") p.dce_tcp_rtt = time(e, 1, milliseconds(100));
+            else if (k == "rate_reduce_monitor_period") p.rate_reduce_monitor_period = time(e, 0, milliseconds(100));
+            else if (k == "initial_alpha_value") p.initial_alpha_value = static_cast<std::uint32_t>(whole(e, 0, 1024));
+            else if (k == "min_time_between_cnps") p.min_time_between_cnps = time(e, 0, milliseconds(100));
+            else if (k == "cnp_dscp") p.cnp_dscp = static_cast<std::uint8_t>(whole(e, 0, 63));
+            else if (k == "cnp_802p_prio") p.cnp_802p_prio = static_cast<std::uint8_t>(whole(e, 0, 7));
+            else if (k == "clamp_tgt_rate") p.clamp_tgt_rate = whole(e, 0, 1) == 1;
+            else if (k == "clamp_tgt_rate_after_time_inc") p.clamp_tgt_rate_after_time_inc = whole(e, 0, 1) == 1;
+        }
+        out.dcqcn_priorities = enabled ? priorities : 0;
     }
 
     // --- nodes ---

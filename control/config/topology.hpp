@@ -13,6 +13,12 @@
 //             in a link or in defaults.link, each key optional; probabilities as 0.01 or 1%, 0 to 1;
 //             a link's faults override defaults.link's key by key
 //   seed: 1                            optional; the fault-injection seed (same seed, same faults)
+//   nic:                               optional; the hosts' NICs
+//     dcqcn: { state: enabled, priorities: [3], rpg_ai_rate: 5, rpg_time_reset: 300us, ... }
+//                                      the mlx5 knob names (nic_emu/dcqcn.hpp, docs/dcqcn.md): times
+//                                      with a unit, rates in Mb/s, the rest as mlx5 has them
+//     hosts: { h3: { host-rx-rate: 10G } }   a slow receiver: its host takes frames at this rate
+//                                      and its NIC sends PFC as its receive buffer fills
 //   a switch's `qos:` (optional) is a preset, `roce` (lossless, the default) or `roce-lossy`, or a mapping
 //   in the words of Cumulus NVUE's `qos` tree that starts from a preset and overrides parts of it:
 //     qos:
@@ -42,6 +48,7 @@
 #include "dataplane/time.hpp"
 #include "dataplane/wire/ethernet.hpp"
 #include "dataplane/wire/ip.hpp"
+#include "nic_emu/dcqcn.hpp"
 #include "switch_emu/switch_spec.hpp"
 
 #include <cstddef>
@@ -95,6 +102,15 @@ struct nic_config {
 struct host_config {
     std::string name;
     std::vector<nic_config> nics;
+    // From nic.hosts.NAME.host-rx-rate: the rate the host takes frames at (a slow receiver);
+    // 0: as fast as its link brings them.
+    std::uint64_t host_rx_bps = 0;
+};
+
+// The `nic:` section: every NIC's DCQCN (mlx5 knob names; ConnectX's defaults).
+struct nic_settings {
+    nic::dcqcn_params dcqcn;
+    std::uint8_t dcqcn_priorities = 0xff; // where DCQCN runs, as reaction and notification point
 };
 
 struct port_config {
@@ -149,6 +165,7 @@ struct topology {
     std::vector<host_config> hosts;
     std::vector<switch_config> switches;
     std::vector<link_config> links;
+    nic_settings nic;
     // For each switch, its routing table: one /32 (or /128) host route per NIC address in the fabric, in host
     // then NIC order, with the egress ports on all shortest paths (BFS over switches; hosts never forward), plus
     // nothing else. A NIC with no path from a switch (a back-to-back host link, a disconnected part of the

@@ -166,5 +166,27 @@ links:
     EXPECT_EQ(switch_spec_of(topology, 0, clocking::realtime).transmit_fifo, microseconds(2));
 }
 
+TEST(nic_spec_of, carries_the_files_dcqcn_settings_and_a_hosts_receive_rate_to_the_nic) {
+    config::topology topology;
+    config::config_error error;
+    ASSERT_TRUE(config::parse_topology(R"(
+hosts:
+  - { name: h1, nics: [ { name: rfab0, address: 10.0.0.1/24 } ] }
+  - { name: h2, nics: [ { name: rfab0, address: 10.0.0.2/24 } ] }
+links: [ { a: h1/rfab0, b: h2/rfab0, speed: 25G } ]
+nic:
+  dcqcn: { priorities: [3, 4], rpg_ai_rate: 40, min_time_between_cnps: 50us }
+  hosts: { h2: { host-rx-rate: 5G } }
+)", "test.yaml", topology, error)) << error.to_string();
+    const nic::nic_spec h1 = nic_spec_of(topology, 0, 0), h2 = nic_spec_of(topology, 1, 0);
+    EXPECT_EQ(h1.speed_bps, 25'000'000'000u);
+    EXPECT_EQ(h1.dcqcn.rpg_ai_rate_mbps, 40u);
+    EXPECT_EQ(h1.dcqcn.min_time_between_cnps, microseconds(50));
+    EXPECT_EQ(h1.dcqcn_rp_priorities, (1u << 3) | (1u << 4));
+    EXPECT_EQ(h1.dcqcn_np_priorities, (1u << 3) | (1u << 4));
+    EXPECT_EQ(h1.host_rx_bps, 0u);
+    EXPECT_EQ(h2.host_rx_bps, 5'000'000'000u);
+}
+
 } // namespace
 } // namespace rocefab::control

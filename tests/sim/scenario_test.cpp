@@ -115,16 +115,18 @@ TEST(scenario, nic_knobs_take_mlx5_names_and_units) {
 traffic: [ { from: h1, to: h2, size: 1MB } ]
 simulation: { duration: 2ms, sample-interval: 5us, output: out/x }
 )");
-    EXPECT_EQ(s.dcqcn_priorities, 1u << 3);
-    EXPECT_EQ(s.dcqcn_params.rpg_time_reset, 55'000);
-    EXPECT_EQ(s.dcqcn_params.rpg_ai_rate_mbps, 40u);
-    EXPECT_EQ(s.dcqcn_params.dce_tcp_g, 1020u);
-    EXPECT_TRUE(s.dcqcn_params.clamp_tgt_rate);
-    EXPECT_EQ(s.host_rx_bps, (std::vector<std::uint64_t>{0, 10'000'000'000, 0, 0}));
+    const config::nic_settings& nic = s.topology.nic;
+    EXPECT_EQ(nic.dcqcn_priorities, 1u << 3);
+    EXPECT_EQ(nic.dcqcn.rpg_time_reset, 55'000);
+    EXPECT_EQ(nic.dcqcn.rpg_ai_rate_mbps, 40u);
+    EXPECT_EQ(nic.dcqcn.dce_tcp_g, 1020u);
+    EXPECT_TRUE(nic.dcqcn.clamp_tgt_rate);
+    EXPECT_EQ(s.topology.hosts[1].host_rx_bps, 10'000'000'000u);
+    EXPECT_EQ(s.topology.hosts[0].host_rx_bps, 0u);
     EXPECT_EQ(s.duration, milliseconds(2));
     EXPECT_EQ(s.sample_interval, microseconds(5));
     EXPECT_EQ(s.output, "out/x");
-    EXPECT_EQ(loaded("nic: { dcqcn: { state: disabled } }\ntraffic: [ { from: h1, to: h2, size: 1MB } ]\n").dcqcn_priorities, 0u);
+    EXPECT_EQ(loaded("nic: { dcqcn: { state: disabled } }\ntraffic: [ { from: h1, to: h2, size: 1MB } ]\n").topology.nic.dcqcn_priorities, 0u);
 }
 
 TEST(scenario, bad_values_name_their_line_key_and_what_is_valid) {
