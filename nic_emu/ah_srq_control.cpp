@@ -40,6 +40,7 @@ int nic_node::create_ah(std::uint32_t context, std::uint32_t pd, const ibv_ah_at
     h.hop_limit = resolved_hop_limit(dgid, attr.grh.hop_limit);
     h.flow_label = attr.grh.flow_label;
     h.pkey = 0xffff;
+    set_priority_tag(h, attr.sl);
     _ahs[ah.handle] = ah;
     return 0;
 }

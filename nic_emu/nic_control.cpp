@@ -593,6 +593,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
         h.hop_limit = resolved_hop_limit(h.destination_gid, attr.ah_attr.grh.hop_limit);
         h.flow_label = attr.ah_attr.grh.flow_label;
         h.pkey = 0xffff;
+        set_priority_tag(h, attr.ah_attr.sl);
     }
     if (mask & IBV_QP_DEST_QPN) qp.headers.dest_qpn = qp.attr.dest_qp_num;
     // RoCEv2 entropy: a source port per connection, from both QP numbers (rxe hashes the QPN;

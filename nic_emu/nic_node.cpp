@@ -155,13 +155,14 @@ void nic_node::on_pfc(std::span<const std::uint8_t> frame, sim_time now) {
 
 void nic_node::on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
     ++_counters.np_ecn_marked_roce_packets;
-    if (!(_spec.dcqcn_np_priorities & (1u << _spec.dscp_to_priority[packet.dscp & 63]))) return;
+    if (!(_spec.dcqcn_np_priorities & (1u << priority_of(packet)))) return;
     // A UD datagram's sender is named per packet (DETH), not by the QP: no CNP for it here.
     if (qp.type == IBV_QPT_UD || !qp.notifier->should_notify(now)) return;
     wire::roce_headers_spec spec = qp.headers;
     wire::make_cnp_spec(spec, qp.attr.dest_qp_num);
     spec.dscp = _spec.dcqcn.cnp_dscp;
     spec.ecn = wire::ecn::not_ect;
+    if (spec.vlan) spec.pcp = _spec.dcqcn.cnp_802p_prio;
     std::uint8_t* payload;
     rte_mbuf* frame = start_frame(spec, wire::cnp_payload_length, payload);
     if (!frame) return;

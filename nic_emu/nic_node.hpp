@@ -37,6 +37,10 @@ struct nic_spec {
     // The DSCP of RoCE traffic whose program leaves the traffic class 0, as NVIDIA's lossless RoCE
     // configuration sets it (tos 106: DSCP 26); a program's own traffic class wins.
     std::uint8_t dscp = 26;
+    // Trust PCP (`mlnx_qos --trust pcp`) instead: every frame carries an 802.1Q priority tag
+    // (VID 0) whose PCP is its priority, the QP's service level if it has one, else the
+    // priority its DSCP maps to below; CNPs go with cnp_802p_prio.
+    bool trust_pcp = false;
     // Trust DSCP (`mlnx_qos --trust dscp`): which PFC priority a DSCP travels in. NVIDIA's RoCE
     // defaults: 26 -> 3 (RoCE, lossless), 48 -> 6 (CNP), the rest 0.
     std::array<std::uint8_t, 64> dscp_to_priority = [] {
@@ -315,7 +319,20 @@ private:
     sim_time receive_buffer_deadline() const;
     std::uint8_t priority_of_frame(rte_mbuf* frame) const;
     void send_pfc(std::uint8_t priority, bool pause, sim_time now);
-    std::uint8_t priority_of(const queue_pair& qp) const { return _spec.dscp_to_priority[qp.headers.dscp & 63]; }
+    std::uint8_t priority_of(const queue_pair& qp) const {
+        return _spec.trust_pcp ? qp.headers.pcp : _spec.dscp_to_priority[qp.headers.dscp & 63];
+    }
+    // The priority a received packet travels in, by the NIC's trust mode.
+    std::uint8_t priority_of(const wire::parsed_roce& packet) const {
+        return _spec.trust_pcp && packet.vlan_present ? packet.pcp : _spec.dscp_to_priority[packet.dscp & 63];
+    }
+    // Under trust PCP, tags `h` (whose DSCP is set) with its priority: `service_level` if not 0.
+    void set_priority_tag(wire::roce_headers_spec& h, std::uint8_t service_level) const {
+        if (!_spec.trust_pcp) return;
+        h.vlan = true;
+        h.vid = 0;
+        h.pcp = service_level ? service_level & 7 : _spec.dscp_to_priority[h.dscp & 63];
+    }
     // The requester's window: at most this many packets sent and not yet acknowledged. With the
     // window full, only an ACK or the transport timer lets it go on.
     static constexpr std::uint32_t max_unacked_packets = 1024;

@@ -17,10 +17,11 @@ constexpr std::uint16_t xoff_quanta = 0xffff;
 } // namespace
 
 std::uint8_t nic_node::priority_of_frame(rte_mbuf* frame) const {
-    // Trust DSCP, as the NIC's own traffic does; anything that is not IP travels in priority 0.
+    // A tagged frame travels in its PCP; an untagged one by its DSCP; anything else in priority 0.
     const auto bytes = frame_bytes(frame);
     if (bytes.size() < sizeof(wire::ethernet_header) + 2) return 0;
     const auto* eth = reinterpret_cast<const wire::ethernet_header*>(bytes.data());
+    if (eth->ether_type.load() == wire::ethertype::vlan) return bytes[sizeof(wire::ethernet_header)] >> 5; // PCP
     const std::uint8_t* ip = bytes.data() + sizeof(wire::ethernet_header);
     std::uint8_t traffic_class;
     if (eth->ether_type.load() == wire::ethertype::ipv4)

@@ -422,7 +422,12 @@ private:
 
     void load_nic(const YAML::Node& node, topology& out) const {
         if (node.IsNull()) return;
-        const mapping m = expect_map(node, "nic", {"dcqcn", "hosts"});
+        const mapping m = expect_map(node, "nic", {"trust", "dcqcn", "hosts"});
+        if (const entry* e = m.find("trust")) {
+            const std::string trust = expect_scalar(e->value, "nic.trust", "l3");
+            if (trust != "l3" && trust != "l2") fail(e->value, "nic.trust", "unknown trust '" + trust + "'; expected l3 (DSCP) or l2 (PCP)");
+            out.nic.trust_pcp = trust == "l2";
+        }
         if (const entry* e = m.find("dcqcn")) load_dcqcn(e->value, "nic.dcqcn", out.nic);
         if (const entry* e = m.find("hosts")) {
             const std::string at = "nic.hosts";

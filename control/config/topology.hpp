@@ -14,6 +14,7 @@
 //             a link's faults override defaults.link's key by key
 //   seed: 1                            optional; the fault-injection seed (same seed, same faults)
 //   nic:                               optional; the hosts' NICs
+//     trust: l3                        l3 (DSCP, the default) or l2 (frames priority-tagged with PCP)
 //     dcqcn: { state: enabled, priorities: [3], rpg_ai_rate: 5, rpg_time_reset: 300us, ... }
 //                                      the mlx5 knob names (nic_emu/dcqcn.hpp, docs/dcqcn.md): times
 //                                      with a unit, rates in Mb/s, the rest as mlx5 has them
@@ -109,6 +110,7 @@ struct host_config {
 
 // The `nic:` section: every NIC's DCQCN (mlx5 knob names; ConnectX's defaults).
 struct nic_settings {
+    bool trust_pcp = false; // `trust: l2`: frames priority-tagged (mlnx_qos --trust pcp)
     nic::dcqcn_params dcqcn;
     std::uint8_t dcqcn_priorities = 0xff; // where DCQCN runs, as reaction and notification point
 };

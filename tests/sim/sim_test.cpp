@@ -173,6 +173,24 @@ TEST(sim_pfc_storm, a_stalled_receiver_blocks_its_neighbour_until_the_watchdog_d
     EXPECT_EQ(held.counters.rows.back()[held.counters.column("watchdog_drops")], 0);
 }
 
+TEST(sim_trust_l2, priority_tagged_roce_stays_lossless_where_untagged_roce_falls_into_the_default_priority) {
+    // The switch trusts PCP. NICs that trust PCP too tag their RoCE with priority 3: paused,
+    // never dropped. NICs that trust DSCP send untagged frames, which take the port's default
+    // priority 0, a lossy one: tail drops, and RC retransmits.
+    auto trusting_l2 = [](bool nics_too) {
+        return [nics_too](scenario& s) {
+            s.topology.switches[0].qos.trust = switch_emu::trust_mode::pcp;
+            s.topology.nic.trust_pcp = nics_too;
+        };
+    };
+    const outputs tagged = results(run("incast-2to1-pfc", trusting_l2(true)));
+    EXPECT_GT(tagged.counters.rows.back()[tagged.counters.column("switch_pause_frames")], 0);
+    EXPECT_EQ(tagged.counters.rows.back()[tagged.counters.column("tail_drops")], 0);
+    const outputs untagged = results(run("incast-2to1-pfc", trusting_l2(false)));
+    EXPECT_EQ(untagged.counters.rows.back()[untagged.counters.column("switch_pause_frames")], 0);
+    EXPECT_GT(untagged.counters.rows.back()[untagged.counters.column("tail_drops")], 0);
+}
+
 TEST(sim, the_same_scenario_and_seed_write_the_same_bytes) {
     const std::string first = run("incast-2to1-dcqcn");
     std::map<std::string, std::string> files;
