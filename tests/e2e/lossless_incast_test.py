@@ -19,19 +19,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fabric_e2e_test as base  # noqa: E402  (shares the fabric fixture and the argv handling)
 from fabric_e2e_test import fabric_case, free_tcp_port  # noqa: E402
 
-CLIENTS = ("h1", "h2", "h3")
-
-
 class incast_case(fabric_case):
+    clients = ("h1", "h2", "h3")
+
     def run_incast(self):
-        """Three ib_write_bw clients (h1-h3) into three servers on h9; returns sw1's ports and the NICs'
-        counters afterwards. Every program must exit 0."""
-        ports = [str(free_tcp_port()) for _ in CLIENTS]
+        """An ib_write_bw client on each of self.clients into a server each on h9; returns sw1's ports and
+        the NICs' counters afterwards. Every program must exit 0."""
+        ports = [str(free_tcp_port()) for _ in self.clients]
         common = ["-d", "rfab0", "-x", "1", "-s", "65536", "-D", "3"]
         servers = [self.start_on("h9", "ib_write_bw", *common, "-p", port) for port in ports]
         time.sleep(1)
         clients = []
-        for host, port in zip(CLIENTS, ports):
+        for host, port in zip(self.clients, ports):
             clients.append(subprocess.Popen(
                 [base.ROCEFAB, "run", "--fabric", self.name, "--host", host, "--", "ib_write_bw", *common, "-p", port,
                  "127.0.0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env))
@@ -51,7 +50,7 @@ class lossless_incast(incast_case):
 
     def test_three_ib_write_bw_clients_into_one_host_are_paused_not_dropped(self):
         ports_of_sw1, nics = self.run_incast()
-        for i, host in enumerate(CLIENTS):
+        for i, host in enumerate(self.clients):
             port = ports_of_sw1["swp%d" % (i + 1)]
             self.assertGreater(port["tx_prio3_pause"], 0, host)          # the switch paused the sender
             self.assertGreater(nics[host]["rx_prio3_pause"], 0, host)    # and the NIC heard it
@@ -59,15 +58,26 @@ class lossless_incast(incast_case):
             self.assertEqual(port["tail_drops"], 0, name)
             self.assertEqual(port["headroom_drops"], 0, name)
         self.assertGreater(ports_of_sw1["swp9"]["ecn_marked"], 0)
+
+
+class dcqcn_incast(incast_case):
+    """The 2:1 incast of configs/incast-2to1-dcqcn.yaml, with real programs on configs/incast.yaml's 10G."""
+    config = os.path.join(base.SOURCE, "configs", "incast.yaml")
+    clients = ("h1", "h2")
+
+    def test_two_ib_write_bw_clients_bring_cnps_and_both_senders_slow_down(self):
+        ports_of_sw1, nics = self.run_incast()
+        self.assertGreater(ports_of_sw1["swp9"]["ecn_marked"], 0)
         # DCQCN (on by default, as on ConnectX): the receiver answers the marks with CNPs and
         # the senders' NICs act on them.
         self.assertGreater(nics["h9"]["np_ecn_marked_roce_packets"], 0)
         self.assertGreater(nics["h9"]["np_cnp_sent"], 0)
-        self.assertGreater(sum(nics[h]["rp_cnp_handled"] for h in CLIENTS), 0)
-        self.assertEqual(sum(nics[h]["rp_cnp_ignored"] for h in CLIENTS), 0)
-        # Mid-run every sender's QP was held below the 10G line by DCQCN: the rates moved the
-        # same way, down, as in the virtual-time incast.
-        for host in CLIENTS:
+        for host in self.clients:
+            self.assertGreater(nics[host]["rp_cnp_handled"], 0, host)
+            self.assertEqual(nics[host]["rp_cnp_ignored"], 0, host)
+        # Mid-run both senders' QPs were held below the 10G line: the rates moved the same way,
+        # down, as in the virtual-time 2:1 incast.
+        for host in self.clients:
             rates = [q["dcqcn"]["current-rate-mbps"] for q in self.qps_mid_run[host] if q["state"] == "RTS"]
             self.assertTrue(rates, host)
             self.assertLess(min(rates), 10000, host)
@@ -83,7 +93,7 @@ class misconfigured_incast(incast_case):
         for name, port in ports_of_sw1.items():
             self.assertEqual(port["tx_prio3_pause"], 0, name)
             self.assertEqual(port["tx_prio0_pause"], 0, name)
-        resent = sum(nics[h]["retransmitted_packets"] for h in CLIENTS)
+        resent = sum(nics[h]["retransmitted_packets"] for h in self.clients)
         self.assertGreater(resent, 0)
         self.assertGreater(nics["h9"]["out_of_sequence"], 0)
 
