@@ -69,9 +69,10 @@ nic::nic_spec nic_spec_of(const config::topology& topo, std::size_t host, std::s
     const config::link_params& p = topo.links[nic.link_index].params;
     spec.speed_bps = p.speed_bps;
     spec.ip_mtu = p.mtu;
-    spec.trust_pcp = topo.nic.trust_pcp;
-    spec.dcqcn = topo.nic.dcqcn;
-    spec.dcqcn_rp_priorities = spec.dcqcn_np_priorities = topo.nic.dcqcn_priorities;
+    const config::nic_settings& settings = topo.hosts[host].nic;
+    spec.trust_pcp = settings.trust_pcp;
+    spec.dcqcn = settings.dcqcn;
+    spec.dcqcn_rp_priorities = spec.dcqcn_np_priorities = settings.dcqcn_priorities;
     spec.host_rx_bps = topo.hosts[host].host_rx_bps;
     return spec;
 }

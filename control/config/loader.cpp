@@ -423,12 +423,8 @@ private:
     void load_nic(const YAML::Node& node, topology& out) const {
         if (node.IsNull()) return;
         const mapping m = expect_map(node, "nic", {"trust", "dcqcn", "hosts"});
-        if (const entry* e = m.find("trust")) {
-            const std::string trust = expect_scalar(e->value, "nic.trust", "l3");
-            if (trust != "l3" && trust != "l2") fail(e->value, "nic.trust", "unknown trust '" + trust + "'; expected l3 (DSCP) or l2 (PCP)");
-            out.nic.trust_pcp = trust == "l2";
-        }
-        if (const entry* e = m.find("dcqcn")) load_dcqcn(e->value, "nic.dcqcn", out.nic);
+        load_nic_settings(m, out.nic);
+        for (host_config& h : out.hosts) h.nic = out.nic;
         if (const entry* e = m.find("hosts")) {
             const std::string at = "nic.hosts";
             if (!e->value.IsMap()) fail(e->value, at, "expected a mapping of host names, e.g. { h3: { host-rx-rate: 10G } }");
@@ -436,7 +432,8 @@ private:
                 const std::string name = expect_scalar(it->first, at, "h3");
                 const auto host = std::find_if(out.hosts.begin(), out.hosts.end(), [&](const host_config& h) { return h.name == name; });
                 if (host == out.hosts.end()) fail(it->first, at + "." + name, "unknown host '" + name + "'");
-                const mapping settings = expect_map(it->second, at + "." + name, {"host-rx-rate"});
+                const mapping settings = expect_map(it->second, at + "." + name, {"host-rx-rate", "trust", "dcqcn"});
+                load_nic_settings(settings, host->nic);
                 if (const entry* rate = settings.find("host-rx-rate")) {
                     const std::string path = settings.child_path("host-rx-rate");
                     const std::string text = expect_scalar(rate->value, path, "10G");
@@ -449,6 +446,17 @@ private:
                 }
             }
         }
+    }
+
+    // The trust and dcqcn keys of `m`, over what `out` holds already.
+    void load_nic_settings(const mapping& m, nic_settings& out) const {
+        if (const entry* e = m.find("trust")) {
+            const std::string at = m.child_path("trust");
+            const std::string trust = expect_scalar(e->value, at, "l3");
+            if (trust != "l3" && trust != "l2") fail(e->value, at, "unknown trust '" + trust + "'; expected l3 (DSCP) or l2 (PCP)");
+            out.trust_pcp = trust == "l2";
+        }
+        if (const entry* e = m.find("dcqcn")) load_dcqcn(e->value, m.child_path("dcqcn"), out);
     }
 
     void load_dcqcn(const YAML::Node& node, const std::string& at, nic_settings& out) const {
@@ -473,8 +481,8 @@ private:
             return load_whole(e.value, m.child_path(e.key), least, most, e.key);
         };
         constexpr std::uint64_t mbps_most = 1'600'000; // 1.6T in Mb/s
-        bool enabled = true;
-        std::uint8_t priorities = 0xff;
+        bool enabled = out.dcqcn_priorities != 0;
+        std::uint8_t priorities = enabled ? out.dcqcn_priorities : 0xff;
         for (const entry& e : m.entries) {
             const std::string& k = e.key;
             if (k == "state") {

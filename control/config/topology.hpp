@@ -18,8 +18,10 @@
 //     dcqcn: { state: enabled, priorities: [3], rpg_ai_rate: 5, rpg_time_reset: 300us, ... }
 //                                      the mlx5 knob names (nic_emu/dcqcn.hpp, docs/dcqcn.md): times
 //                                      with a unit, rates in Mb/s, the rest as mlx5 has them
-//     hosts: { h3: { host-rx-rate: 10G } }   a slow receiver: its host takes frames at this rate
-//                                      and its NIC sends PFC as its receive buffer fills
+//     hosts: { h3: { host-rx-rate: 10G, trust: l2, dcqcn: { ... } } }   one host's NIC: a slow
+//                                      receiver (its host takes frames at this rate and its NIC
+//                                      sends PFC as its receive buffer fills), and trust and
+//                                      dcqcn keys that override the section's for it
 //   a switch's `qos:` (optional) is a preset, `roce` (lossless, the default) or `roce-lossy`, or a mapping
 //   in the words of Cumulus NVUE's `qos` tree that starts from a preset and overrides parts of it:
 //     qos:
@@ -100,20 +102,22 @@ struct nic_config {
     std::size_t link_index = 0; // into topology::links
 };
 
+// The `nic:` section: the NICs' trust mode and DCQCN (mlx5 knob names; ConnectX's defaults).
+struct nic_settings {
+    bool trust_pcp = false; // `trust: l2`: frames priority-tagged (mlnx_qos --trust pcp)
+    nic::dcqcn_params dcqcn;
+    std::uint8_t dcqcn_priorities = 0xff; // where DCQCN runs, as reaction and notification point
+};
+
 struct host_config {
     std::string name;
     std::vector<nic_config> nics;
     // From nic.hosts.NAME.host-rx-rate: the rate the host takes frames at (a slow receiver);
     // 0: as fast as its link brings them.
     std::uint64_t host_rx_bps = 0;
+    nic_settings nic; // the nic: section's, with nic.hosts.NAME's trust and dcqcn on top
 };
 
-// The `nic:` section: every NIC's DCQCN (mlx5 knob names; ConnectX's defaults).
-struct nic_settings {
-    bool trust_pcp = false; // `trust: l2`: frames priority-tagged (mlnx_qos --trust pcp)
-    nic::dcqcn_params dcqcn;
-    std::uint8_t dcqcn_priorities = 0xff; // where DCQCN runs, as reaction and notification point
-};
 
 struct port_config {
     std::string name;

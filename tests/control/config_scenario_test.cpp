@@ -166,7 +166,7 @@ links:
     EXPECT_EQ(switch_spec_of(topology, 0, clocking::realtime).transmit_fifo, microseconds(2));
 }
 
-TEST(nic_spec_of, carries_the_files_dcqcn_settings_and_a_hosts_receive_rate_to_the_nic) {
+TEST(nic_spec_of, carries_the_files_nic_settings_and_a_hosts_own_to_the_nic) {
     config::topology topology;
     config::config_error error;
     ASSERT_TRUE(config::parse_topology(R"(
@@ -176,7 +176,7 @@ hosts:
 links: [ { a: h1/rfab0, b: h2/rfab0, speed: 25G } ]
 nic:
   dcqcn: { priorities: [3, 4], rpg_ai_rate: 40, min_time_between_cnps: 50us }
-  hosts: { h2: { host-rx-rate: 5G } }
+  hosts: { h2: { host-rx-rate: 5G, trust: l2, dcqcn: { rpg_ai_rate: 10 } } }
 )", "test.yaml", topology, error)) << error.to_string();
     const nic::nic_spec h1 = nic_spec_of(topology, 0, 0), h2 = nic_spec_of(topology, 1, 0);
     EXPECT_EQ(h1.speed_bps, 25'000'000'000u);
@@ -185,7 +185,13 @@ nic:
     EXPECT_EQ(h1.dcqcn_rp_priorities, (1u << 3) | (1u << 4));
     EXPECT_EQ(h1.dcqcn_np_priorities, (1u << 3) | (1u << 4));
     EXPECT_EQ(h1.host_rx_bps, 0u);
+    EXPECT_FALSE(h1.trust_pcp);
+    // h2's own keys over the section's: the rest of its DCQCN is the section's.
     EXPECT_EQ(h2.host_rx_bps, 5'000'000'000u);
+    EXPECT_TRUE(h2.trust_pcp);
+    EXPECT_EQ(h2.dcqcn.rpg_ai_rate_mbps, 10u);
+    EXPECT_EQ(h2.dcqcn.min_time_between_cnps, microseconds(50));
+    EXPECT_EQ(h2.dcqcn_rp_priorities, (1u << 3) | (1u << 4));
 }
 
 } // namespace

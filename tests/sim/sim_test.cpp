@@ -180,7 +180,7 @@ TEST(sim_trust_l2, priority_tagged_roce_stays_lossless_where_untagged_roce_falls
     auto trusting_l2 = [](bool nics_too) {
         return [nics_too](scenario& s) {
             s.topology.switches[0].qos.trust = switch_emu::trust_mode::pcp;
-            s.topology.nic.trust_pcp = nics_too;
+            for (auto& host : s.topology.hosts) host.nic.trust_pcp = nics_too;
         };
     };
     const outputs tagged = results(run("incast-2to1-pfc", trusting_l2(true)));
