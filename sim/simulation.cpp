@@ -109,6 +109,9 @@ public:
         _last_sample = now;
     }
 
+private:
+    friend class simulation; // writes the tables out
+
     void start_tables() {
         _queues_header = "time_us";
         for (const auto& sw : _sim.switches())
@@ -128,8 +131,6 @@ public:
     std::vector<std::string> _queue_names;
     std::vector<bool> _queue_used; // ever nonzero: plotted
     std::vector<std::uint32_t> _sent_psn;
-
-private:
     const simulation& _sim;
     sim_time _interval;
     sim_time _next = 0;
