@@ -10,22 +10,6 @@ constexpr double mbps = 1e6;
 
 } // namespace
 
-const char* validate(const dcqcn_params& p) {
-    if (p.rpg_time_reset <= 0) return "rpg_time_reset must be positive";
-    if (p.rpg_threshold < 1 || p.rpg_threshold > 31) return "rpg_threshold must be 1..31";
-    if (p.rpg_gd < 1 || p.rpg_gd > 15) return "rpg_gd must be 1..15";
-    if (p.rpg_min_dec_fac < 1 || p.rpg_min_dec_fac > 100) return "rpg_min_dec_fac must be 1..100 (%)";
-    if (p.rpg_min_rate_mbps < 1) return "rpg_min_rate must be at least 1 (Mb/s)";
-    if (p.dce_tcp_g > 1024) return "dce_tcp_g must be 0..1024";
-    if (p.dce_tcp_rtt <= 0) return "dce_tcp_rtt must be positive";
-    if (p.rate_reduce_monitor_period < 0) return "rate_reduce_monitor_period must not be negative";
-    if (p.initial_alpha_value > 1024) return "initial_alpha_value must be 0..1024";
-    if (p.min_time_between_cnps < 0) return "min_time_between_cnps must not be negative";
-    if (p.cnp_dscp > 63) return "cnp_dscp must be 0..63";
-    if (p.cnp_802p_prio > 7) return "cnp_802p_prio must be 0..7";
-    return "";
-}
-
 dcqcn_rate::dcqcn_rate(const dcqcn_params& params, std::uint64_t line_rate_bps) : _p(params) {
     _line = static_cast<double>(line_rate_bps);
     if (_p.rpg_max_rate_mbps) _line = std::min(_line, static_cast<double>(_p.rpg_max_rate_mbps) * mbps);

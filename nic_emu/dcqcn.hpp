@@ -54,9 +54,6 @@ struct dcqcn_params {
     std::uint8_t cnp_802p_prio = 6;
 };
 
-// Empty when usable; otherwise which knob is out of range and what its range is.
-const char* validate(const dcqcn_params& params);
-
 // The rate of one QP.
 class dcqcn_rate {
 public:

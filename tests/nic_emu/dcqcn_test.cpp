@@ -127,15 +127,5 @@ TEST(dcqcn_notifier, sends_at_most_one_cnp_per_min_time_between_cnps) {
     EXPECT_TRUE(np.should_notify(14'000));
 }
 
-TEST(dcqcn_params, out_of_range_knobs_are_named) {
-    dcqcn_params p;
-    EXPECT_STREQ(validate(p), "");
-    p.rpg_min_dec_fac = 0;
-    EXPECT_STREQ(validate(p), "rpg_min_dec_fac must be 1..100 (%)");
-    p = {};
-    p.cnp_802p_prio = 8;
-    EXPECT_STREQ(validate(p), "cnp_802p_prio must be 0..7");
-}
-
 } // namespace
 } // namespace rocefab::nic
