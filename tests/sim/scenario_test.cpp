@@ -159,7 +159,9 @@ TEST(scenario, bad_values_name_their_line_key_and_what_is_valid) {
     for (const bad& c : cases) {
         SCOPED_TRACE(c.rest);
         const config::config_error e = error_of(c.rest);
-        if (c.line) EXPECT_EQ(e.line, c.line);
+        if (c.line) {
+            EXPECT_EQ(e.line, c.line);
+        }
         EXPECT_EQ(e.key, c.key);
         EXPECT_CONTAINS(e.message, c.message);
     }
