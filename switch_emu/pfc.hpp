@@ -60,6 +60,7 @@ public:
 private:
     struct port_state {
         pause_timers received;
+        sim_time received_until = 0; // when the latest received pause ends: before it, nothing is paused
         std::array<sim_time, traffic_class_count> xoff_since; // never: not pausing the neighbour
         std::array<sim_time, traffic_class_count> refresh_at;
         pause_timers::per_priority rx_pause{}, rx_pause_duration_us{}, tx_pause{}, tx_pause_duration_us{};

@@ -26,8 +26,11 @@ std::optional<std::uint8_t> ets_scheduler::pick(std::uint16_t port, std::uint8_t
     if (weighted == 0) return highest(backlog); // only classes without a share have frames
     port_state& s = _ports[port];
     // A class that ran dry starts its next busy period without credit or debt (DRR).
-    for (unsigned tc = 0; tc < traffic_class_count; ++tc)
-        if (!(weighted & (1u << tc))) s.deficit[tc] = 0;
+    if (weighted != s.last_weighted) {
+        for (unsigned tc = 0; tc < traffic_class_count; ++tc)
+            if (!(weighted & (1u << tc))) s.deficit[tc] = 0;
+        s.last_weighted = weighted;
+    }
     // The class whose turn it is keeps it while its deficit lasts; otherwise the turn passes
     // round the backlogged classes, each adding its quantum as it comes up. A class in debt
     // (it sent a frame larger than its credit) may need more than one round: at most a frame's

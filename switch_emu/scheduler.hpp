@@ -32,6 +32,7 @@ private:
     struct port_state {
         std::array<std::int64_t, traffic_class_count> deficit{};
         std::uint8_t current = 0; // the DWRR class whose turn it is
+        std::uint8_t last_weighted = 0; // the backlogged DWRR classes at the last pick
     };
     std::uint8_t _strict = 0;   // bit t: TC t is strict
     std::uint8_t _weighted = 0; // bit t: TC t is DWRR with a share
