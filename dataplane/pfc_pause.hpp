@@ -37,4 +37,55 @@ private:
     std::array<sim_time, wire::pfc_priority_count> _since{}, _until{};
 };
 
+// The PFC a port sends for its own receive side: per priority, whether it is pausing its
+// neighbour (XOFF with the most quanta), since when, and when the XOFF must go again, at half
+// its quanta so the neighbour never resumes on its own while the pause is wanted. Switch ports
+// and NICs both keep one, counting tx_prioN_pause (XOFF, refresh and XON frames) and
+// tx_prioN_pause_duration (microseconds, of pauses that have ended).
+class pause_sender {
+public:
+    using per_priority = pause_timers::per_priority;
+    static constexpr std::uint16_t xoff_quanta = 0xffff;
+
+    explicit pause_sender(std::uint64_t bits_per_second)
+        : _refresh_interval(std::max<sim_time>(1, wire::pause_quanta_to_time(xoff_quanta, bits_per_second) / 2)) {
+        _since.fill(never);
+        _refresh_at.fill(never);
+    }
+
+    bool pausing(unsigned p) const { return _since[p] != never; }
+    // True when an XOFF for p must be sent now: p was not paused yet.
+    bool start(unsigned p, sim_time now, per_priority& frames) {
+        if (pausing(p)) return false;
+        _since[p] = now;
+        _refresh_at[p] = now + _refresh_interval;
+        ++frames[p];
+        return true;
+    }
+    // True when an XON for p must be sent now: p was paused.
+    bool stop(unsigned p, sim_time now, per_priority& frames, per_priority& duration_us) {
+        if (!pausing(p)) return false;
+        duration_us[p] += static_cast<std::uint64_t>(now - _since[p]) / 1000;
+        _since[p] = _refresh_at[p] = never;
+        ++frames[p];
+        return true;
+    }
+    // The priorities whose XOFF must be sent again at `now` (bit p); they count as sent.
+    std::uint8_t refresh_due(sim_time now, per_priority& frames) {
+        std::uint8_t due = 0;
+        for (unsigned p = 0; p < wire::pfc_priority_count; ++p) {
+            if (_refresh_at[p] > now) continue;
+            due = static_cast<std::uint8_t>(due | 1u << p);
+            _refresh_at[p] = now + _refresh_interval;
+            ++frames[p];
+        }
+        return due;
+    }
+    sim_time next_refresh() const { return *std::min_element(_refresh_at.begin(), _refresh_at.end()); }
+
+private:
+    sim_time _refresh_interval;
+    std::array<sim_time, wire::pfc_priority_count> _since, _refresh_at; // never: not pausing
+};
+
 } // namespace rocefab

@@ -77,7 +77,8 @@ std::uint32_t mtu_bytes(ibv_mtu mtu) { return 128u << mtu; }
 } // namespace
 
 nic_node::nic_node(nic_spec spec, neighbour_resolver resolver)
-    : node(spec.host + "/" + spec.name, 1), _spec(std::move(spec)), _resolve(std::move(resolver)) {
+    : node(spec.host + "/" + spec.name, 1), _spec(std::move(spec)), _resolve(std::move(resolver)),
+      _rx_pauses(_spec.speed_bps) {
     const auto id = eui64(_spec.mac);
     wire::ipv6_address link_local;
     link_local.bytes[0] = 0xfe;

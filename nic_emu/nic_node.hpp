@@ -306,11 +306,10 @@ private:
         std::uint32_t bytes = 0;
         std::array<std::uint32_t, 8> bytes_by_priority{};
         sim_time next_delivery = 0; // when the host takes the next frame
-        std::array<bool, 8> pausing{};
-        std::array<sim_time, 8> pause_since{}, refresh_at{};
-        bool delivering = false; // receive() is handing a buffered frame on
+        bool delivering = false;    // receive() is handing a buffered frame on
     };
     receive_buffer _rx;
+    pause_sender _rx_pauses; // the PFC the receive buffer sends
     // Holds `frame` for the host; false when the NIC has no receive buffer (host_rx_bps 0).
     bool buffer_received(rte_mbuf* frame, sim_time now);
     // Hands the host what is due by now, sends XON where a priority has drained and refreshes
@@ -318,7 +317,7 @@ private:
     bool run_receive_buffer(sim_time now);
     sim_time receive_buffer_deadline() const;
     std::uint8_t priority_of_frame(rte_mbuf* frame) const;
-    void send_pfc(std::uint8_t priority, bool pause, sim_time now);
+    void send_pfc(std::uint8_t priority, std::uint16_t quanta, sim_time now);
     std::uint8_t priority_of(const queue_pair& qp) const {
         return _spec.trust_pcp ? qp.headers.pcp : _spec.dscp_to_priority[qp.headers.dscp & 63];
     }

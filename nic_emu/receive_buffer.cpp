@@ -12,10 +12,6 @@
 
 namespace rocefab::nic {
 
-namespace {
-constexpr std::uint16_t xoff_quanta = 0xffff;
-} // namespace
-
 std::uint8_t nic_node::priority_of_frame(rte_mbuf* frame) const {
     // A tagged frame travels in its PCP; an untagged one by its DSCP; anything else in priority 0.
     const auto bytes = frame_bytes(frame);
@@ -33,17 +29,16 @@ std::uint8_t nic_node::priority_of_frame(rte_mbuf* frame) const {
     return _spec.dscp_to_priority[traffic_class >> 2];
 }
 
-void nic_node::send_pfc(std::uint8_t priority, bool pause, sim_time now) {
+void nic_node::send_pfc(std::uint8_t priority, std::uint16_t quanta, sim_time now) {
     rte_mbuf* m = allocate_frame();
     if (!m) {
-        ++_counters.tx_no_buffer; // tried again at the next refresh or drain
+        ++_counters.tx_no_buffer; // the next refresh or XON tries again
         return;
     }
     auto* data = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, wire::pfc_frame_length));
-    std::array<std::uint16_t, 8> quanta{};
-    quanta[priority] = pause ? xoff_quanta : 0;
-    wire::write_pfc_frame(data, _spec.mac, static_cast<std::uint8_t>(1u << priority), quanta);
-    ++_counters.tx_prio_pause[priority];
+    std::array<std::uint16_t, 8> quanta_of{};
+    quanta_of[priority] = quanta;
+    wire::write_pfc_frame(data, _spec.mac, static_cast<std::uint8_t>(1u << priority), quanta_of);
     // MAC control frames go out at once: no priority's pause holds them.
     transmit(0, m, now);
 }
@@ -58,16 +53,13 @@ bool nic_node::buffer_received(rte_mbuf* frame, sim_time now) {
         return true;
     }
     if (_rx.head == _rx.tail) _rx.next_delivery = std::max(_rx.next_delivery, now);
+    meta(frame).priority = priority; // for its delivery, without parsing it again
     _rx.ring[_rx.tail++ & (_rx.ring.size() - 1)] = frame;
     _rx.bytes += length;
     _rx.bytes_by_priority[priority] += length;
-    if ((_spec.pfc_priorities & (1u << priority)) && !_rx.pausing[priority] &&
-        _rx.bytes_by_priority[priority] > _spec.rx_xoff_bytes) {
-        _rx.pausing[priority] = true;
-        _rx.pause_since[priority] = now;
-        _rx.refresh_at[priority] = now + wire::pause_quanta_to_time(xoff_quanta, _spec.speed_bps) / 2;
-        send_pfc(priority, true, now);
-    }
+    if ((_spec.pfc_priorities & (1u << priority)) && _rx.bytes_by_priority[priority] > _spec.rx_xoff_bytes &&
+        _rx_pauses.start(priority, now, _counters.tx_prio_pause))
+        send_pfc(priority, pause_sender::xoff_quanta, now);
     return true;
 }
 
@@ -76,7 +68,7 @@ bool nic_node::run_receive_buffer(sim_time now) {
     bool did_work = false;
     while (_rx.head != _rx.tail && _rx.next_delivery <= now) {
         rte_mbuf* frame = _rx.ring[_rx.head++ & (_rx.ring.size() - 1)];
-        const std::uint8_t priority = priority_of_frame(frame);
+        const std::uint8_t priority = meta(frame).priority;
         const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
         _rx.bytes -= length;
         _rx.bytes_by_priority[priority] -= length;
@@ -87,27 +79,22 @@ bool nic_node::run_receive_buffer(sim_time now) {
         did_work = true;
     }
     for (std::uint8_t p = 0; p < 8; ++p) {
-        if (!_rx.pausing[p]) continue;
-        if (_rx.bytes_by_priority[p] < _spec.rx_xon_bytes) {
-            _rx.pausing[p] = false;
-            _counters.tx_prio_pause_duration_us[p] += static_cast<std::uint64_t>(now - _rx.pause_since[p]) / 1000;
-            send_pfc(p, false, now);
-            did_work = true;
-        } else if (_rx.refresh_at[p] <= now) {
-            _rx.refresh_at[p] = now + wire::pause_quanta_to_time(xoff_quanta, _spec.speed_bps) / 2;
-            send_pfc(p, true, now);
+        if (_rx.bytes_by_priority[p] < _spec.rx_xon_bytes &&
+            _rx_pauses.stop(p, now, _counters.tx_prio_pause, _counters.tx_prio_pause_duration_us)) {
+            send_pfc(p, 0, now);
             did_work = true;
         }
+    }
+    for (std::uint8_t due = _rx_pauses.refresh_due(now, _counters.tx_prio_pause), p = 0; due; due >>= 1, ++p) {
+        if (due & 1) send_pfc(p, pause_sender::xoff_quanta, now);
+        did_work = true;
     }
     return did_work;
 }
 
 sim_time nic_node::receive_buffer_deadline() const {
     if (!_spec.host_rx_bps) return never;
-    sim_time earliest = _rx.head != _rx.tail ? _rx.next_delivery : never;
-    for (std::uint8_t p = 0; p < 8; ++p)
-        if (_rx.pausing[p]) earliest = std::min(earliest, _rx.refresh_at[p]);
-    return earliest;
+    return std::min(_rx.head != _rx.tail ? _rx.next_delivery : never, _rx_pauses.next_refresh());
 }
 
 } // namespace rocefab::nic

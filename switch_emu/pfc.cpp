@@ -6,10 +6,10 @@
 
 namespace rocefab::switch_emu {
 
-pfc_state::pfc_state(const switch_spec& spec) : _ports(spec.ports.size()), _tc_of_priority(spec.qos.priority_to_tc) {
+pfc_state::pfc_state(const switch_spec& spec) : _tc_of_priority(spec.qos.priority_to_tc) {
     for (const port_spec& p : spec.ports) {
         _speed_bps.push_back(p.speed_bps);
-        _refresh_interval.push_back(std::max<sim_time>(1, wire::pause_quanta_to_time(xoff_quanta, p.speed_bps) / 2));
+        _ports.emplace_back(p.speed_bps);
     }
 }
 
@@ -41,41 +41,26 @@ sim_time pfc_state::resume_time(std::uint16_t port, std::uint8_t classes, sim_ti
 
 bool pfc_state::start_pausing(std::uint16_t port, std::uint8_t priority, sim_time now) {
     port_state& s = _ports[port];
-    if (s.xoff_since[priority] != never) return false;
-    s.xoff_since[priority] = now;
-    s.refresh_at[priority] = now + _refresh_interval[port];
-    _next_refresh = std::min(_next_refresh, s.refresh_at[priority]);
-    ++s.tx_pause[priority];
+    if (!s.sent.start(priority, now, s.tx_pause)) return false;
+    _next_refresh = std::min(_next_refresh, s.sent.next_refresh());
     return true;
 }
 
 bool pfc_state::stop_pausing(std::uint16_t port, std::uint8_t priority, sim_time now) {
     port_state& s = _ports[port];
-    if (s.xoff_since[priority] == never) return false;
-    s.tx_pause_duration_us[priority] += static_cast<std::uint64_t>(now - s.xoff_since[priority]) / 1000;
-    s.xoff_since[priority] = never;
-    s.refresh_at[priority] = never;
-    ++s.tx_pause[priority];
+    if (!s.sent.stop(priority, now, s.tx_pause, s.tx_pause_duration_us)) return false;
     update_next_refresh();
     return true;
 }
 
 std::uint8_t pfc_state::refresh_due(std::uint16_t port, sim_time now) {
     port_state& s = _ports[port];
-    std::uint8_t due = 0;
-    for (unsigned p = 0; p < traffic_class_count; ++p) {
-        if (s.refresh_at[p] > now) continue;
-        due |= static_cast<std::uint8_t>(1u << p);
-        s.refresh_at[p] = now + _refresh_interval[port];
-        ++s.tx_pause[p];
-    }
-    return due;
+    return s.sent.refresh_due(now, s.tx_pause);
 }
 
 void pfc_state::update_next_refresh() {
     _next_refresh = never;
-    for (const port_state& s : _ports)
-        for (sim_time t : s.refresh_at) _next_refresh = std::min(_next_refresh, t);
+    for (const port_state& s : _ports) _next_refresh = std::min(_next_refresh, s.sent.next_refresh());
 }
 
 } // namespace rocefab::switch_emu

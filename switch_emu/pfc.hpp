@@ -28,7 +28,7 @@ struct priority_counters {
 
 class pfc_state {
 public:
-    static constexpr std::uint16_t xoff_quanta = 0xffff;
+    static constexpr std::uint16_t xoff_quanta = pause_sender::xoff_quanta;
 
     explicit pfc_state(const switch_spec& spec);
 
@@ -43,7 +43,7 @@ public:
     // -- sent: the caller sends the frame when these return true ------------------------------
     bool start_pausing(std::uint16_t port, std::uint8_t priority, sim_time now);
     bool stop_pausing(std::uint16_t port, std::uint8_t priority, sim_time now);
-    bool pausing(std::uint16_t port, std::uint8_t priority) const { return _ports[port].xoff_since[priority] != never; }
+    bool pausing(std::uint16_t port, std::uint8_t priority) const { return _ports[port].sent.pausing(priority); }
     // Priorities of `port` whose XOFF must be sent again at `now` (bit p); marks them refreshed.
     // Call refreshes_taken() once every port has been asked.
     std::uint8_t refresh_due(std::uint16_t port, sim_time now);
@@ -61,19 +61,14 @@ private:
     struct port_state {
         pause_timers received;
         sim_time received_until = 0; // when the latest received pause ends: before it, nothing is paused
-        std::array<sim_time, traffic_class_count> xoff_since; // never: not pausing the neighbour
-        std::array<sim_time, traffic_class_count> refresh_at;
+        pause_sender sent;
         pause_timers::per_priority rx_pause{}, rx_pause_duration_us{}, tx_pause{}, tx_pause_duration_us{};
-        port_state() {
-            xoff_since.fill(never);
-            refresh_at.fill(never);
-        }
+        explicit port_state(std::uint64_t bits_per_second) : sent(bits_per_second) {}
     };
     void update_next_refresh();
 
     std::vector<port_state> _ports;
     sim_time _next_refresh = never;
-    std::vector<sim_time> _refresh_interval; // half an XOFF's pause at the port's speed
     std::vector<std::uint64_t> _speed_bps;
     std::array<std::uint8_t, traffic_class_count> _tc_of_priority;
 };
