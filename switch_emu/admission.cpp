@@ -52,7 +52,6 @@ shared_buffer::verdict shared_buffer::admit(std::uint16_t ingress, std::uint8_t 
         _headroom_used += bytes;
         pool = buffer_pool::headroom;
     } else {
-        egress.bump(port_counter::tail_drops);
         return verdict::tail_drop;
     }
     _peak = std::max(_peak, in_use());

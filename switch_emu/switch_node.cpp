@@ -101,10 +101,13 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     const std::uint8_t priority = meta(frame).priority;
     const std::uint16_t ingress = meta(frame).ingress_port;
     queue_counters& queue = _queue_counters[egress][tc];
-    if ((_watchdog.stormed(egress) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop) {
-        ++queue.watchdog_drops;
-        return drop(frame, egress, port_counter::watchdog_drops);
-    }
+    // A drop at the egress queue counts on the port and on the queue.
+    auto queue_drop = [&](std::uint64_t queue_counters::*queue_reason, port_counter port_reason) {
+        ++(queue.*queue_reason);
+        drop(frame, egress, port_reason);
+    };
+    if ((_watchdog.stormed(egress) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop)
+        return queue_drop(&queue_counters::watchdog_drops, port_counter::watchdog_drops);
     switch (_congestion.decide(tc, _queues.depth_bytes(egress, tc), parsed.ecn)) {
     case congestion_verdict::pass: break;
     case congestion_verdict::mark:
@@ -114,19 +117,14 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
             ++queue.ecn_marked;
         }
         break;
-    case congestion_verdict::drop: ++queue.wred_drops; return drop(frame, egress, port_counter::wred_drops);
+    case congestion_verdict::drop: return queue_drop(&queue_counters::wred_drops, port_counter::wred_drops);
     }
-    if (!_buffer.egress_allows(priority, _queues.depth_bytes(egress, tc), length)) {
-        ++queue.tail_drops;
-        return drop(frame, egress, port_counter::tail_drops);
-    }
+    if (!_buffer.egress_allows(priority, _queues.depth_bytes(egress, tc), length))
+        return queue_drop(&queue_counters::tail_drops, port_counter::tail_drops);
     buffer_pool pool;
     switch (_buffer.admit(ingress, priority, length, out, pool)) {
     case shared_buffer::verdict::admitted: break;
-    case shared_buffer::verdict::tail_drop: // counted on the egress port by admit()
-        ++queue.tail_drops;
-        rte_pktmbuf_free(frame);
-        return;
+    case shared_buffer::verdict::tail_drop: return queue_drop(&queue_counters::tail_drops, port_counter::tail_drops);
     case shared_buffer::verdict::headroom_drop:
         ++_ingress_counters[ingress][priority].headroom_drops;
         return drop(frame, ingress, port_counter::headroom_drops);
@@ -137,8 +135,7 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     if (!_queues.enqueue(egress, meta(frame).traffic_class, frame)) {
         // The ring is the buffer's frame-count limit: to the user it is the same tail drop.
         _buffer.release(ingress, priority, pool, length, out);
-        ++queue.tail_drops;
-        return drop(frame, egress, port_counter::tail_drops);
+        return queue_drop(&queue_counters::tail_drops, port_counter::tail_drops);
     }
     queue.peak_bytes = std::max(queue.peak_bytes, _queues.depth_bytes(egress, tc));
     // An idle link starts sending at once, as a real port would; a busy one waits for poll().
