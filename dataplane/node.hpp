@@ -7,6 +7,7 @@
 #include "dataplane/time.hpp"
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace rocefab {
@@ -34,6 +35,11 @@ public:
 
     // A frame arrived on `port` at `now`. The node owns `frame` from here on.
     virtual void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) = 0;
+    // Frames that arrived on `port` by `now`, in order: the same as receive() on each in turn.
+    // A node that processes frames in vectors (the switch) takes them all at once.
+    virtual void receive_burst(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now) {
+        for (rte_mbuf* frame : frames) receive(port, frame, now);
+    }
 
     // Work due at `now`: expired timers, and for a NIC the doorbells of its host's queues.
     // Returns whether it did anything, so an idle driver can back off.

@@ -1,6 +1,7 @@
 #include "dataplane/realtime_driver.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 
 #include <sys/prctl.h>
@@ -15,9 +16,12 @@ bool realtime_driver::run_once() {
     for (std::size_t i = 0; i < _wiring.link_count(); ++i) {
         link& l = _wiring.link_at(static_cast<link_id>(i));
         const link_endpoint to = l.to();
-        node& receiver = _wiring.node_at(to.node);
-        if (l.deliver_ready(now, [&](rte_mbuf* frame) { receiver.receive(to.port, frame, now); }, delivery_burst))
-            worked = true;
+        // The frames due are handed over as one burst, which the switch takes a vector at a time.
+        std::array<rte_mbuf*, delivery_burst> burst;
+        const unsigned n = l.deliver_ready(now, [&burst, held = 0u](rte_mbuf* frame) mutable { burst[held++] = frame; }, delivery_burst);
+        if (n == 0) continue;
+        _wiring.node_at(to.node).receive_burst(to.port, {burst.data(), n}, now);
+        worked = true;
     }
     for (std::size_t i = 0; i < _wiring.node_count(); ++i)
         worked |= _wiring.node_at(static_cast<node_id>(i)).poll(now);

@@ -19,6 +19,7 @@
 #include "switch_emu/counters.hpp"
 #include "switch_emu/switch_spec.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -34,12 +35,55 @@ public:
 
     enum class verdict : std::uint8_t { admitted, tail_drop, headroom_drop };
     // Admits `bytes` from `ingress` at switch priority `priority`, saying which pool holds them.
-    // Keeps egress's buffer_bytes and buffer_peak_bytes gauges current.
+    // Keeps egress's buffer_bytes and buffer_peak_bytes gauges current. This and release() are
+    // inline: every frame forwarded takes both.
     verdict admit(std::uint16_t ingress, std::uint8_t priority, std::uint32_t bytes, port_counters& egress,
-                  buffer_pool& pool);
+                  buffer_pool& pool) {
+        priority_group& g = group(ingress, priority);
+        if (g.reserved + bytes <= _reserved_per_group) {
+            g.reserved += bytes;
+            _reserved_used += bytes;
+            pool = buffer_pool::reserved;
+        } else if (g.headroom == 0 && g.shared + bytes <= threshold() && _shared_used + bytes <= _shared_size) {
+            g.shared += bytes;
+            _shared_used += bytes;
+            pool = buffer_pool::shared;
+        } else if (lossless(priority)) {
+            // Paused (or about to be): what still arrives goes to the headroom, in order behind
+            // the rest, until the PG drains.
+            if (g.headroom + bytes > _headroom[ingress]) return verdict::headroom_drop;
+            g.headroom += bytes;
+            _headroom_used += bytes;
+            pool = buffer_pool::headroom;
+        } else {
+            return verdict::tail_drop;
+        }
+        _peak = std::max(_peak, in_use());
+        g.peak = std::max(g.peak, g.reserved + g.shared + g.headroom);
+        const std::uint64_t held = egress[port_counter::buffer_bytes] + bytes;
+        egress.set(port_counter::buffer_bytes, held);
+        egress.set(port_counter::buffer_peak_bytes, std::max(egress[port_counter::buffer_peak_bytes], held));
+        return verdict::admitted;
+    }
     // Returns what admit() took, when the frame leaves (or is dropped after admission).
     void release(std::uint16_t ingress, std::uint8_t priority, buffer_pool pool, std::uint32_t bytes,
-                 port_counters& egress);
+                 port_counters& egress) {
+        // Never below zero, even if a caller releases twice: a wrong gauge is a bug, a wrapped
+        // one would also lock the buffer for good.
+        priority_group& g = group(ingress, priority);
+        auto take = [bytes](std::uint32_t& from, std::size_t& total) {
+            const std::uint32_t n = std::min(from, bytes);
+            from -= n;
+            total -= std::min<std::size_t>(total, n);
+        };
+        switch (pool) {
+        case buffer_pool::reserved: take(g.reserved, _reserved_used); break;
+        case buffer_pool::shared: take(g.shared, _shared_used); break;
+        case buffer_pool::headroom: take(g.headroom, _headroom_used); break;
+        }
+        const std::uint64_t held = egress[port_counter::buffer_bytes];
+        egress.set(port_counter::buffer_bytes, held - std::min<std::uint64_t>(held, bytes));
+    }
 
     // Egress admission: a lossy frame is also refused when its egress queue already holds its
     // dynamic threshold (alpha x free shared bytes), as Spectrum bounds each egress queue, so
@@ -51,8 +95,13 @@ public:
 
     // PFC: whether the lossless PG has reached its threshold (pause the neighbour), and whether
     // it has drained enough to let the neighbour resume.
-    bool wants_pause(std::uint16_t ingress, std::uint8_t priority) const;
-    bool allows_resume(std::uint16_t ingress, std::uint8_t priority) const;
+    bool wants_pause(std::uint16_t ingress, std::uint8_t priority) const {
+        return lossless(priority) && group(ingress, priority).headroom > 0;
+    }
+    bool allows_resume(std::uint16_t ingress, std::uint8_t priority) const {
+        const priority_group& g = group(ingress, priority);
+        return g.headroom == 0 && g.shared + _xon_margin <= threshold();
+    }
     bool lossless(std::uint8_t priority) const { return _lossless & (1u << priority); }
 
     std::size_t size() const { return _shared_size; }
@@ -77,7 +126,10 @@ private:
     priority_group& group(std::uint16_t port, std::uint8_t priority) { return _groups[port * 8u + priority]; }
     const priority_group& group(std::uint16_t port, std::uint8_t priority) const { return _groups[port * 8u + priority]; }
     // The most shared bytes a PG may hold now.
-    std::uint64_t threshold() const;
+    std::uint64_t threshold() const {
+        const std::size_t free = _shared_size - std::min(_shared_size, _shared_used);
+        return static_cast<std::uint64_t>(_alpha * static_cast<double>(free));
+    }
 
     std::size_t _shared_size;
     double _alpha;

@@ -19,9 +19,8 @@ std::uint64_t congestion_control::next_random() {
     return _state * 0x2545f4914f6cdd1dull;
 }
 
-congestion_verdict congestion_control::decide(std::uint8_t tc, std::uint64_t depth_bytes, std::uint8_t ecn) {
+congestion_verdict congestion_control::decide_above_min(std::uint8_t tc, std::uint64_t depth_bytes, std::uint8_t ecn) {
     const congestion_spec& c = _classes[tc & 7];
-    if (!c.enabled || depth_bytes < c.min_bytes) return congestion_verdict::pass;
     const bool capable = ecn != wire::ecn::not_ect;
     if (depth_bytes >= c.max_bytes) {
         if (capable) return congestion_verdict::mark;

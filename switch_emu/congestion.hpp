@@ -21,9 +21,15 @@ public:
     congestion_control(const qos_spec& qos, std::uint64_t seed);
 
     // What to do with a packet of class `tc` (ECN bits `ecn`) joining a queue `depth_bytes` deep.
-    congestion_verdict decide(std::uint8_t tc, std::uint64_t depth_bytes, std::uint8_t ecn);
+    // Inline: asked for every frame, and most are below min.
+    congestion_verdict decide(std::uint8_t tc, std::uint64_t depth_bytes, std::uint8_t ecn) {
+        const congestion_spec& c = _classes[tc & 7];
+        if (!c.enabled || depth_bytes < c.min_bytes) return congestion_verdict::pass;
+        return decide_above_min(tc, depth_bytes, ecn);
+    }
 
 private:
+    congestion_verdict decide_above_min(std::uint8_t tc, std::uint64_t depth_bytes, std::uint8_t ecn);
     std::uint64_t next_random();
 
     std::array<congestion_spec, traffic_class_count> _classes;

@@ -16,24 +16,6 @@ egress_queues::~egress_queues() {
             while (rte_mbuf* frame = dequeue(port, tc)) rte_pktmbuf_free(frame);
 }
 
-bool egress_queues::enqueue(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame) {
-    fifo& q = fifo_at(port, tc);
-    if (q.tail - q.head > _mask) return false;
-    slot(port, tc, q.tail++) = frame;
-    q.bytes += rte_pktmbuf_pkt_len(frame);
-    _backlog[port] = static_cast<std::uint8_t>(_backlog[port] | 1u << tc);
-    return true;
-}
-
-rte_mbuf* egress_queues::dequeue(std::uint16_t port, std::uint8_t tc) {
-    fifo& q = fifo_at(port, tc);
-    if (q.head == q.tail) return nullptr;
-    rte_mbuf* frame = slot(port, tc, q.head++);
-    q.bytes -= rte_pktmbuf_pkt_len(frame);
-    if (q.head == q.tail) _backlog[port] = static_cast<std::uint8_t>(_backlog[port] & ~(1u << tc));
-    return frame;
-}
-
 std::uint32_t egress_queues::depth_frames(std::uint16_t port, std::uint8_t tc) const {
     const fifo& q = fifo_at(port, tc);
     return q.tail - q.head;

@@ -19,10 +19,25 @@ public:
     egress_queues(const egress_queues&) = delete;
     egress_queues& operator=(const egress_queues&) = delete;
 
-    // False when that FIFO is full; the caller still owns `frame`.
-    bool enqueue(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame);
+    // False when that FIFO is full; the caller still owns `frame`. Inline, as dequeue(): a
+    // frame takes both on its way through the switch.
+    bool enqueue(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame) {
+        fifo& q = fifo_at(port, tc);
+        if (q.tail - q.head > _mask) return false;
+        slot(port, tc, q.tail++) = frame;
+        q.bytes += rte_pktmbuf_pkt_len(frame);
+        _backlog[port] = static_cast<std::uint8_t>(_backlog[port] | 1u << tc);
+        return true;
+    }
     // nullptr when empty.
-    rte_mbuf* dequeue(std::uint16_t port, std::uint8_t tc);
+    rte_mbuf* dequeue(std::uint16_t port, std::uint8_t tc) {
+        fifo& q = fifo_at(port, tc);
+        if (q.head == q.tail) return nullptr;
+        rte_mbuf* frame = slot(port, tc, q.head++);
+        q.bytes -= rte_pktmbuf_pkt_len(frame);
+        if (q.head == q.tail) _backlog[port] = static_cast<std::uint8_t>(_backlog[port] & ~(1u << tc));
+        return frame;
+    }
 
     // Bit t set when TC t of `port` holds a frame: what a scheduler chooses from.
     std::uint8_t backlog(std::uint16_t port) const { return _backlog[port]; }

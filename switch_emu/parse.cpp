@@ -18,6 +18,20 @@ void read_udp_ports(rte_mbuf* frame, std::size_t offset, std::uint32_t l4_length
     out.destination_port = udp->destination_port.load();
 }
 
+// The header checksum of an IPv4 header whose length is checked to be inside the frame. Almost
+// every header is 20 bytes, which sums as five words without a loop.
+bool ipv4_checksum_ok(const wire::ipv4_header& ip) {
+    if (ip.header_length() != sizeof(wire::ipv4_header)) return ip.checksum_ok();
+    std::uint32_t words[5];
+    std::memcpy(words, &ip, sizeof words);
+    std::uint64_t sum = std::uint64_t(words[0]) + words[1] + words[2] + words[3] + words[4];
+    sum = (sum & 0xffffffff) + (sum >> 32);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return sum == 0xffff; // the ones' complement sum of a valid header is all ones
+}
+
 parse_verdict parse_ipv4(rte_mbuf* frame, parsed_frame& out) {
     const auto* ip = header_at<wire::ipv4_header>(frame, out.l3_offset);
     if (!ip || ip->version() != 4) return parse_verdict::malformed;
@@ -25,7 +39,7 @@ parse_verdict parse_ipv4(rte_mbuf* frame, parsed_frame& out) {
     // IHL < 5 is not a header; IHL past the frame end would make the checksum read past it.
     if (header_length < sizeof(wire::ipv4_header)) return parse_verdict::malformed;
     if (out.l3_offset + header_length > rte_pktmbuf_data_len(frame)) return parse_verdict::malformed;
-    if (!ip->checksum_ok()) return parse_verdict::malformed;
+    if (!ipv4_checksum_ok(*ip)) return parse_verdict::malformed;
     const std::uint32_t total_length = ip->total_length.load();
     // Ethernet pads short frames to 60 bytes, so the frame may be longer than the packet, never shorter.
     if (total_length < header_length || out.l3_offset + total_length > rte_pktmbuf_data_len(frame))
@@ -59,9 +73,8 @@ parse_verdict parse_ipv6(rte_mbuf* frame, parsed_frame& out) {
     return parse_verdict::ip;
 }
 
-} // namespace
-
-parse_verdict parse_frame(rte_mbuf* frame, const wire::mac_address& port_mac, parsed_frame& out) {
+// parse_frame()'s body, inline here so that parse_frames() runs it without a call per frame.
+inline parse_verdict parse_one(rte_mbuf* frame, const wire::mac_address& port_mac, parsed_frame& out) {
     out = parsed_frame{};
     const auto* ethernet = header_at<wire::ethernet_header>(frame, 0);
     if (!ethernet) return parse_verdict::malformed;
@@ -88,6 +101,17 @@ parse_verdict parse_frame(rte_mbuf* frame, const wire::mac_address& port_mac, pa
     case wire::ethertype::mac_control: return parse_verdict::mac_control;
     default: return parse_verdict::non_ip;
     }
+}
+
+} // namespace
+
+parse_verdict parse_frame(rte_mbuf* frame, const wire::mac_address& port_mac, parsed_frame& out) {
+    return parse_one(frame, port_mac, out);
+}
+
+void parse_frames(std::span<rte_mbuf* const> frames, const wire::mac_address& port_mac, parsed_frame* out,
+                  parse_verdict* verdicts) {
+    for (std::size_t i = 0; i < frames.size(); ++i) verdicts[i] = parse_one(frames[i], port_mac, out[i]);
 }
 
 } // namespace rocefab::switch_emu

@@ -6,6 +6,7 @@
 #include "dataplane/wire/ethernet.hpp"
 
 #include <cstdint>
+#include <span>
 
 namespace rocefab::switch_emu {
 
@@ -33,8 +34,13 @@ struct parsed_frame {
     std::uint16_t destination_port = 0;
 };
 
-// Decides what the frame is; fills `out` only for parse_verdict::ip. Reads only through
-// header_at<>, so any byte sequence, of any length, is safe to pass.
+// Decides what the frame is; fills `out` only for parse_verdict::ip. Reads only within the
+// frame's data, so any byte sequence, of any length, is safe to pass.
 parse_verdict parse_frame(rte_mbuf* frame, const wire::mac_address& port_mac, parsed_frame& out);
+
+// The stage over a vector: parse_frame() of frames[i] into out[i] and verdicts[i]. `out` and
+// `verdicts` hold at least frames.size() entries.
+void parse_frames(std::span<rte_mbuf* const> frames, const wire::mac_address& port_mac, parsed_frame* out,
+                  parse_verdict* verdicts);
 
 } // namespace rocefab::switch_emu

@@ -21,9 +21,8 @@ void pfc_state::on_pause(std::uint16_t port, std::uint8_t enable_vector, const s
     for (unsigned p = 0; p < traffic_class_count; ++p) s.received_until = std::max(s.received_until, s.received.until(p));
 }
 
-std::uint8_t pfc_state::paused_classes(std::uint16_t port, sim_time now) const {
+std::uint8_t pfc_state::paused_classes_slow(std::uint16_t port, sim_time now) const {
     const port_state& s = _ports[port];
-    if (s.received_until <= now) return 0; // the common case, asked for every frame sent
     std::uint8_t classes = 0;
     for (unsigned p = 0; p < traffic_class_count; ++p)
         if (s.received.until(p) > now) classes |= static_cast<std::uint8_t>(1u << _tc_of_priority[p]);

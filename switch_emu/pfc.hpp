@@ -35,8 +35,11 @@ public:
     // -- received ---------------------------------------------------------------------------
     void on_pause(std::uint16_t port, std::uint8_t enable_vector, const std::array<std::uint16_t, 8>& quanta,
                   sim_time now);
-    // Traffic classes of `port` that may not send at `now` (bit t: TC t is paused).
-    std::uint8_t paused_classes(std::uint16_t port, sim_time now) const;
+    // Traffic classes of `port` that may not send at `now` (bit t: TC t is paused). Inline up
+    // to the common case, asked for every frame sent: nothing paused.
+    std::uint8_t paused_classes(std::uint16_t port, sim_time now) const {
+        return _ports[port].received_until <= now ? 0 : paused_classes_slow(port, now);
+    }
     // When the earliest pause of `port` among `classes` ends; `never` if none is paused.
     sim_time resume_time(std::uint16_t port, std::uint8_t classes, sim_time now) const;
 
@@ -66,6 +69,7 @@ private:
         explicit port_state(std::uint64_t bits_per_second) : sent(bits_per_second) {}
     };
     void update_next_refresh();
+    std::uint8_t paused_classes_slow(std::uint16_t port, sim_time now) const;
 
     std::vector<port_state> _ports;
     sim_time _next_refresh = never;

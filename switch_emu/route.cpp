@@ -37,19 +37,6 @@ std::uint32_t mix_bytes(std::uint32_t h, const std::uint8_t* bytes, std::size_t 
     return h;
 }
 
-// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), for the 16-bit word holding TTL and protocol.
-void decrement_ttl(wire::ipv4_header& ip) {
-    const std::uint16_t old_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
-    ip.ttl = static_cast<std::uint8_t>(ip.ttl - 1);
-    const std::uint16_t new_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
-    std::uint32_t sum = static_cast<std::uint16_t>(~ip.checksum.load());
-    sum += static_cast<std::uint16_t>(~old_word);
-    sum += new_word;
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    ip.checksum.store(static_cast<std::uint16_t>(~sum));
-}
-
 } // namespace
 
 route_table::route_table(const std::vector<route_spec>& routes) {
@@ -95,18 +82,6 @@ void route_table::insert(trie& t, const std::uint8_t* key, unsigned length, std:
     }
 }
 
-const route_group* route_table::lookup(const trie& t, const std::uint8_t* key, unsigned max_bits) const {
-    std::int32_t best = t.default_group;
-    std::size_t node = 0;
-    for (unsigned level = 0; level < max_bits / 8; ++level) {
-        const trie_entry& e = t.entries[node * 256 + key[level]];
-        if (e.group >= 0) best = e.group; // deeper entries hold longer prefixes
-        if (e.child < 0) break;
-        node = static_cast<std::size_t>(e.child);
-    }
-    return best < 0 ? nullptr : &_groups[static_cast<std::size_t>(best)];
-}
-
 std::uint32_t flow_hash(rte_mbuf* frame, const parsed_frame& parsed, std::uint32_t seed) {
     std::uint32_t h = seed;
     if (parsed.v6) {
@@ -135,45 +110,15 @@ router::router(const switch_spec& spec) : _table(spec.routes), _adaptive(spec), 
     _table.mark_adaptive([this](std::span<const std::uint16_t> ports) { return _adaptive.eligible_group(ports); });
 }
 
-route_verdict router::route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) {
-    // parse_frame() has checked that the whole L3 header is inside the frame.
-    auto* ethernet = header_at<wire::ethernet_header>(frame, 0);
-    auto* ipv4 = parsed.v6 ? nullptr : header_at<wire::ipv4_header>(frame, parsed.l3_offset);
-    auto* ipv6 = parsed.v6 ? header_at<wire::ipv6_header>(frame, parsed.l3_offset) : nullptr;
-    if (!ethernet || (!ipv4 && !ipv6)) return route_verdict::no_route; // unreachable after parse
-
-    const route_group* group = ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data())
-                                    : _table.lookup_v4(reinterpret_cast<const std::uint8_t*>(&ipv4->destination));
-    if (!group) return route_verdict::no_route;
-
-    std::uint32_t member = 0;
-    if (group->count > 1) {
-        // Multiply-shift instead of modulo: no division, and no bias worth measuring for
-        // group sizes far below 2^32.
-        member = static_cast<std::uint32_t>((std::uint64_t(flow_hash(frame, parsed, _ecmp_seed)) * group->count) >> 32);
-        const bool roce = parsed.protocol == wire::ip_protocol::udp && parsed.destination_port == wire::roce_v2_udp_port;
-        if (group->adaptive && roce) {
-            const std::uint32_t hashed = member;
-            member = _adaptive.choose(_table.ports(*group), hashed, rte_pktmbuf_pkt_len(frame));
-            _rerouted += member != hashed;
-        }
-    }
-    const next_hop& hop = _table.member(*group, member);
-
-    // A router forwards only if the TTL stays positive after its decrement (RFC 1812 5.3.1).
-    const std::uint8_t ttl = ipv6 ? ipv6->hop_limit : ipv4->ttl;
-    if (ttl <= 1) return route_verdict::ttl_expired;
-
-    egress = hop.port;
-    if (parsed.l3_length > _port_mtus[hop.port]) return route_verdict::mtu_exceeded;
-
-    if (ipv6)
-        ipv6->hop_limit = static_cast<std::uint8_t>(ttl - 1);
-    else
-        decrement_ttl(*ipv4);
-    ethernet->destination = hop.mac;
-    ethernet->source = _port_macs[hop.port];
-    return route_verdict::forward;
+std::uint32_t router::choose_member(rte_mbuf* frame, const parsed_frame& parsed, const route_group& group) {
+    // Multiply-shift instead of modulo: no division, and no bias worth measuring for group
+    // sizes far below 2^32.
+    const auto hashed = static_cast<std::uint32_t>((std::uint64_t(flow_hash(frame, parsed, _ecmp_seed)) * group.count) >> 32);
+    const bool roce = parsed.protocol == wire::ip_protocol::udp && parsed.destination_port == wire::roce_v2_udp_port;
+    if (!group.adaptive || !roce) return hashed;
+    const std::uint32_t member = _adaptive.choose(_table.ports(group), hashed, rte_pktmbuf_pkt_len(frame));
+    _rerouted += member != hashed;
+    return member;
 }
 
 } // namespace rocefab::switch_emu

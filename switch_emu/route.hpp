@@ -3,6 +3,7 @@
 #pragma once
 
 #include "dataplane/packet.hpp"
+#include "dataplane/wire/ip.hpp"
 #include "switch_emu/adaptive_routing.hpp"
 #include "switch_emu/parse.hpp"
 #include "switch_emu/switch_spec.hpp"
@@ -60,7 +61,17 @@ private:
     };
 
     static void insert(trie& t, const std::uint8_t* key, unsigned length, std::int32_t group);
-    const route_group* lookup(const trie& t, const std::uint8_t* key, unsigned max_bits) const;
+    const route_group* lookup(const trie& t, const std::uint8_t* key, unsigned max_bits) const {
+        std::int32_t best = t.default_group;
+        std::size_t node = 0;
+        for (unsigned level = 0; level < max_bits / 8; ++level) {
+            const trie_entry& e = t.entries[node * 256 + key[level]];
+            if (e.group >= 0) best = e.group; // deeper entries hold longer prefixes
+            if (e.child < 0) break;
+            node = static_cast<std::size_t>(e.child);
+        }
+        return best < 0 ? nullptr : &_groups[static_cast<std::size_t>(best)];
+    }
 
     trie _v4;
     trie _v6;
@@ -87,13 +98,55 @@ public:
     // set too, so the drop can be counted on the port whose MTU was exceeded. Otherwise the
     // frame is untouched. A RoCE packet on an adaptive-routing group goes where adaptive()
     // chooses; the caller regrades it first (adaptive_routing::regrade_if_due).
-    route_verdict route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress);
+    // Inline: every routed frame takes it; only the choice within an ECMP group is not.
+    route_verdict route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) {
+        // parse_frame() has checked that the whole L3 header is inside the frame.
+        auto* ethernet = rte_pktmbuf_mtod(frame, wire::ethernet_header*);
+        auto* ipv4 = parsed.v6 ? nullptr : rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, parsed.l3_offset);
+        auto* ipv6 = parsed.v6 ? rte_pktmbuf_mtod_offset(frame, wire::ipv6_header*, parsed.l3_offset) : nullptr;
+
+        const route_group* group = ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data())
+                                        : _table.lookup_v4(reinterpret_cast<const std::uint8_t*>(&ipv4->destination));
+        if (!group) return route_verdict::no_route;
+        const next_hop& hop = _table.member(*group, group->count > 1 ? choose_member(frame, parsed, *group) : 0);
+
+        // A router forwards only if the TTL stays positive after its decrement (RFC 1812 5.3.1).
+        const std::uint8_t ttl = ipv6 ? ipv6->hop_limit : ipv4->ttl;
+        if (ttl <= 1) return route_verdict::ttl_expired;
+
+        egress = hop.port;
+        if (parsed.l3_length > _port_mtus[hop.port]) return route_verdict::mtu_exceeded;
+
+        if (ipv6)
+            ipv6->hop_limit = static_cast<std::uint8_t>(ttl - 1);
+        else
+            decrement_ttl(*ipv4);
+        ethernet->destination = hop.mac;
+        ethernet->source = _port_macs[hop.port];
+        return route_verdict::forward;
+    }
 
     adaptive_routing& adaptive() { return _adaptive; }
     // Packets adaptive routing sent to another member than their ECMP hash chose.
     std::uint64_t rerouted() const { return _rerouted; }
 
 private:
+    // The member of an ECMP group (more than one) the frame takes: by its flow hash, or for RoCE
+    // on an adaptive-routing group, by adaptive().
+    std::uint32_t choose_member(rte_mbuf* frame, const parsed_frame& parsed, const route_group& group);
+    // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), for the 16-bit word holding TTL and protocol.
+    static void decrement_ttl(wire::ipv4_header& ip) {
+        const std::uint16_t old_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
+        ip.ttl = static_cast<std::uint8_t>(ip.ttl - 1);
+        const std::uint16_t new_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
+        std::uint32_t sum = static_cast<std::uint16_t>(~ip.checksum.load());
+        sum += static_cast<std::uint16_t>(~old_word);
+        sum += new_word;
+        sum = (sum & 0xffff) + (sum >> 16);
+        sum = (sum & 0xffff) + (sum >> 16);
+        ip.checksum.store(static_cast<std::uint16_t>(~sum));
+    }
+
     route_table _table;
     adaptive_routing _adaptive;
     std::uint64_t _rerouted = 0;

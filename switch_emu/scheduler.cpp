@@ -1,12 +1,6 @@
 #include "switch_emu/scheduler.hpp"
 
-#include <bit>
-
 namespace rocefab::switch_emu {
-
-namespace {
-std::uint8_t highest(std::uint8_t classes) { return static_cast<std::uint8_t>(7 - std::countl_zero(classes)); }
-} // namespace
 
 ets_scheduler::ets_scheduler(const ets_spec& spec, std::uint16_t port_count) : _ports(port_count) {
     for (unsigned tc = 0; tc < traffic_class_count; ++tc) {
@@ -19,12 +13,7 @@ ets_scheduler::ets_scheduler(const ets_spec& spec, std::uint16_t port_count) : _
     }
 }
 
-std::optional<std::uint8_t> ets_scheduler::pick(std::uint16_t port, std::uint8_t backlog) {
-    if (backlog == 0) return std::nullopt;
-    if (const std::uint8_t strict = backlog & _strict) return highest(strict);
-    const std::uint8_t weighted = backlog & _weighted;
-    if (weighted == 0) return highest(backlog); // only classes without a share have frames
-    port_state& s = _ports[port];
+std::uint8_t ets_scheduler::pick_weighted(port_state& s, std::uint8_t weighted) {
     // A class that ran dry starts its next busy period without credit or debt (DRR).
     if (weighted != s.last_weighted) {
         for (unsigned tc = 0; tc < traffic_class_count; ++tc)
@@ -40,10 +29,6 @@ std::optional<std::uint8_t> ets_scheduler::pick(std::uint16_t port, std::uint8_t
         s.current = static_cast<std::uint8_t>((s.current + 1) % traffic_class_count);
         if (weighted & (1u << s.current)) s.deficit[s.current] += _quantum[s.current];
     }
-}
-
-void ets_scheduler::sent(std::uint16_t port, std::uint8_t tc, std::uint32_t bytes) {
-    if (_weighted & (1u << tc)) _ports[port].deficit[tc] -= bytes;
 }
 
 } // namespace rocefab::switch_emu

@@ -9,6 +9,7 @@
 #include "switch_emu/switch_spec.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -19,10 +20,22 @@ class ets_scheduler {
 public:
     ets_scheduler(const ets_spec& spec, std::uint16_t port_count);
 
-    // The class to serve among `backlog` (bit t: TC t has a frame); nullopt when none.
-    std::optional<std::uint8_t> pick(std::uint16_t port, std::uint8_t backlog);
+    // The class to serve among `backlog` (bit t: TC t has a frame); nullopt when none. Inline
+    // up to the common case, a class whose turn it is and whose deficit lasts.
+    std::optional<std::uint8_t> pick(std::uint16_t port, std::uint8_t backlog) {
+        if (backlog == 0) return std::nullopt;
+        if (const std::uint8_t strict = backlog & _strict) return highest(strict);
+        const std::uint8_t weighted = backlog & _weighted;
+        if (weighted == 0) return highest(backlog); // only classes without a share have frames
+        const port_state& s = _ports[port];
+        if (weighted == s.last_weighted && (weighted & (1u << s.current)) && s.deficit[s.current] > 0)
+            return s.current;
+        return pick_weighted(_ports[port], weighted);
+    }
     // `bytes` of class `tc` left `port`: a DWRR class's deficit pays for them.
-    void sent(std::uint16_t port, std::uint8_t tc, std::uint32_t bytes);
+    void sent(std::uint16_t port, std::uint8_t tc, std::uint32_t bytes) {
+        if (_weighted & (1u << tc)) _ports[port].deficit[tc] -= bytes;
+    }
 
     // Bytes a DWRR class may send per round for each percent of share: 50 % sends 12 800 B a
     // round, more than one 9 KiB jumbo frame, so every round moves every class.
@@ -34,6 +47,9 @@ private:
         std::uint8_t current = 0; // the DWRR class whose turn it is
         std::uint8_t last_weighted = 0; // the backlogged DWRR classes at the last pick
     };
+    static std::uint8_t highest(std::uint8_t classes) { return static_cast<std::uint8_t>(7 - std::countl_zero(classes)); }
+    // DWRR among `weighted`, the backlogged classes with a share.
+    std::uint8_t pick_weighted(port_state& s, std::uint8_t weighted);
     std::uint8_t _strict = 0;   // bit t: TC t is strict
     std::uint8_t _weighted = 0; // bit t: TC t is DWRR with a share
     std::array<std::int64_t, traffic_class_count> _quantum{};

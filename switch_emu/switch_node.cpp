@@ -1,7 +1,6 @@
 #include "switch_emu/switch_node.hpp"
 
 #include "switch_emu/classify.hpp"
-#include "switch_emu/parse.hpp"
 #include "dataplane/wire/pfc.hpp"
 
 #include <stdexcept>
@@ -30,62 +29,103 @@ void switch_node::drop(rte_mbuf* frame, std::uint16_t port, port_counter reason)
 }
 
 void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
-    if (!frame) return;
+    if (frame) receive_burst(port, {&frame, 1}, now);
+}
+
+void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now) {
     // The driver wires ports; a port we do not have has no counters to blame, so just free.
     if (port >= port_count()) {
-        rte_pktmbuf_free(frame);
+        for (rte_mbuf* frame : frames) rte_pktmbuf_free(frame);
         return;
     }
     _latest = std::max(_latest, now);
     port_counters& ingress = _counters[port];
-    const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
-    ingress.bump(port_counter::rx_packets);
-    ingress.bump(port_counter::rx_bytes, length);
-    meta(frame).ingress_port = port;
-
-    parsed_frame parsed;
-    switch (parse_frame(frame, _spec.ports[port].mac, parsed)) {
-    case parse_verdict::ip: break;
-    case parse_verdict::mac_control: {
-        std::uint8_t enable = 0;
-        std::array<std::uint16_t, 8> quanta{};
-        if (wire::parse_pfc_frame(frame_bytes(frame), enable, quanta)) {
-            _pfc.on_pause(port, enable, quanta, now);
-            _watchdog.arm(now);
-            drain_port(port, now); // an XON may let queued frames go at once
+    std::array<parsed_frame, vector_size> parsed;
+    std::array<parse_verdict, vector_size> verdicts;
+    std::array<in_flight, vector_size> vector;
+    while (!frames.empty()) {
+        const std::span<rte_mbuf* const> batch = frames.first(std::min(frames.size(), vector_size));
+        frames = frames.subspan(batch.size());
+        // Stages 1 and 2: parse, then classify what is IP.
+        parse_frames(batch, _spec.ports[port].mac, parsed.data(), verdicts.data());
+        std::size_t kept = 0;
+        std::uint64_t bytes = 0;
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            rte_mbuf* frame = batch[i];
+            const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
+            bytes += length;
+            meta(frame).ingress_port = port;
+            switch (verdicts[i]) {
+            case parse_verdict::ip: break;
+            case parse_verdict::mac_control:
+                // Acted on after the frames that came before it.
+                forward_vector(port, {vector.data(), kept}, now);
+                kept = 0;
+                on_mac_control(port, frame, now);
+                continue;
+            case parse_verdict::not_for_us: drop(frame, port, port_counter::rx_drops_not_for_us); continue;
+            case parse_verdict::malformed: drop(frame, port, port_counter::rx_drops_malformed); continue;
+            case parse_verdict::non_ip: drop(frame, port, port_counter::rx_drops_non_ip); continue;
+            }
+            classify_frame(_spec.qos, parsed[i], meta(frame));
+            ingress_counters& by_priority = _ingress_counters[port][meta(frame).priority];
+            ++by_priority.rx_packets;
+            by_priority.rx_bytes += length;
+            vector[kept++] = {frame, &parsed[i], length, 0};
         }
-        return drop(frame, port, port_counter::rx_pause_frames); // consumed by the MAC either way
+        ingress.bump(port_counter::rx_packets, batch.size());
+        ingress.bump(port_counter::rx_bytes, bytes);
+        forward_vector(port, {vector.data(), kept}, now);
     }
-    case parse_verdict::not_for_us: return drop(frame, port, port_counter::rx_drops_not_for_us);
-    case parse_verdict::malformed: return drop(frame, port, port_counter::rx_drops_malformed);
-    case parse_verdict::non_ip: return drop(frame, port, port_counter::rx_drops_non_ip);
-    }
+}
 
-    classify_frame(_spec.qos, parsed, meta(frame));
-    ingress_counters& by_priority = _ingress_counters[port][meta(frame).priority];
-    ++by_priority.rx_packets;
-    by_priority.rx_bytes += length;
+void switch_node::forward_vector(std::uint16_t port, std::span<in_flight> vector, sim_time now) {
+    const std::size_t kept = route_stage(port, vector, now);
+    // Stages 4 to 7, per frame in arrival order: each frame meets the queues, the buffer and
+    // the link as the frames before it left them.
+    for (const in_flight& f : vector.first(kept)) enqueue(f.frame, *f.parsed, f.egress, f.length, now);
+}
 
-    std::uint16_t egress = 0;
-    if (parsed.bridged) {
-        const neighbour_spec* n = find_neighbour(rte_pktmbuf_mtod(frame, const wire::ethernet_header*)->destination);
-        if (!n || n->port == port) return drop(frame, port, port_counter::rx_drops_not_for_us);
-        egress = n->port;
-        if (parsed.l3_length > _spec.ports[egress].mtu) return drop(frame, egress, port_counter::drops_mtu_exceeded);
-        return enqueue(frame, parsed, egress, length, now);
-    }
+std::size_t switch_node::route_stage(std::uint16_t port, std::span<in_flight> vector, sim_time now) {
     if (_router.adaptive().enabled())
         _router.adaptive().regrade_if_due(now, [this](std::uint16_t p) {
             return adaptive_routing::port_load{_counters[p][port_counter::tx_bytes], _queues.port_bytes(p)};
         });
-    switch (_router.route(frame, parsed, egress)) {
-    case route_verdict::forward: break;
-    case route_verdict::no_route: return drop(frame, port, port_counter::drops_no_route);
-    case route_verdict::ttl_expired: return drop(frame, port, port_counter::drops_ttl_expired);
-    case route_verdict::mtu_exceeded: return drop(frame, egress, port_counter::drops_mtu_exceeded);
+    std::size_t kept = 0;
+    for (in_flight& f : vector) {
+        if (f.parsed->bridged) {
+            const neighbour_spec* n = find_neighbour(rte_pktmbuf_mtod(f.frame, const wire::ethernet_header*)->destination);
+            if (!n || n->port == port) {
+                drop(f.frame, port, port_counter::rx_drops_not_for_us);
+                continue;
+            }
+            f.egress = n->port;
+            if (f.parsed->l3_length > _spec.ports[f.egress].mtu) {
+                drop(f.frame, f.egress, port_counter::drops_mtu_exceeded);
+                continue;
+            }
+        } else {
+            switch (_router.route(f.frame, *f.parsed, f.egress)) {
+            case route_verdict::forward: break;
+            case route_verdict::no_route: drop(f.frame, port, port_counter::drops_no_route); continue;
+            case route_verdict::ttl_expired: drop(f.frame, port, port_counter::drops_ttl_expired); continue;
+            case route_verdict::mtu_exceeded: drop(f.frame, f.egress, port_counter::drops_mtu_exceeded); continue;
+            }
+        }
+        vector[kept++] = f;
     }
+    return kept;
+}
 
-    enqueue(frame, parsed, egress, length, now);
+void switch_node::on_mac_control(std::uint16_t port, rte_mbuf* frame, sim_time now) {
+    std::uint8_t enable = 0;
+    std::array<std::uint16_t, 8> quanta{};
+    if (wire::parse_pfc_frame(frame_bytes(frame), enable, quanta)) {
+        _pfc.on_pause(port, enable, quanta, now);
+        _watchdog.arm(now);
+        drain_port(port, now); // an XON may let queued frames go at once
+    }
+    drop(frame, port, port_counter::rx_pause_frames); // consumed by the MAC either way
 }
 
 const neighbour_spec* switch_node::find_neighbour(const wire::mac_address& mac) const {

@@ -9,6 +9,7 @@
 #include "switch_emu/counters.hpp"
 #include "switch_emu/egress_queue.hpp"
 #include "switch_emu/pfc.hpp"
+#include "switch_emu/parse.hpp"
 #include "switch_emu/pfc_watchdog.hpp"
 #include "switch_emu/route.hpp"
 #include "switch_emu/scheduler.hpp"
@@ -17,7 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,15 @@ public:
 
     // attach() must have been called before the first receive()/poll().
     void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) override;
+    // Frames go through the pipeline in vectors of up to vector_size, a stage at a time over
+    // the vector (VPP's way): parse and classify, then route, then per frame in arrival order
+    // admission, queueing and transmit. Each stage's code and tables stay hot across the
+    // vector, and per-frame work that only depends on the port or the time is done once.
+    // The stages before admission depend on nothing the later ones change, so the result is
+    // the same as receive() on each frame in turn; a MAC control frame (PFC) is acted on only
+    // after the frames received before it are queued.
+    void receive_burst(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now) override;
+    static constexpr std::size_t vector_size = 32;
     bool poll(sim_time now) override;
     // The earliest time the link of a port with queued frames is free again; `never` when
     // nothing is queued.
@@ -79,6 +91,21 @@ public:
     const shared_buffer& buffer() const { return _buffer; }
 
 private:
+    // A frame between the stages of receive_burst, after parse.
+    struct in_flight {
+        rte_mbuf* frame;
+        const parsed_frame* parsed;
+        std::uint32_t length;
+        std::uint16_t egress; // set by route_stage
+    };
+    // Stages 3 to 7 over a vector of parsed and classified frames from `port`: route (or
+    // bridge) them all, then admit, queue and transmit each in turn.
+    void forward_vector(std::uint16_t port, std::span<in_flight> vector, sim_time now);
+    // Stage 3 over the vector: sets each frame's egress and rewrites it; the frames dropped are
+    // taken out. Returns how many are left.
+    std::size_t route_stage(std::uint16_t port, std::span<in_flight> vector, sim_time now);
+    // A PAUSE or PFC frame received on `port`: the MAC acts on it and consumes it.
+    void on_mac_control(std::uint16_t port, rte_mbuf* frame, sim_time now);
     // The transmit stage (transmit.cpp): sends from `port` while its link is idle.
     bool drain_port(std::uint16_t port, sim_time now);
     void drop(rte_mbuf* frame, std::uint16_t port, port_counter reason);

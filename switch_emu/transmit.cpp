@@ -13,9 +13,11 @@ bool switch_node::drain_port(std::uint16_t port, sim_time now) {
     // Bounded by the queue contents: even a link that never reports busy cannot loop us forever.
     std::uint8_t paused = _pfc.paused_classes(port, now);
     if (_watchdog.action() == pfc_watchdog_action::forward) paused &= static_cast<std::uint8_t>(~_watchdog.stormed(port));
-    while (busy_until(port) <= now + _spec.transmit_fifo) {
-        const std::optional<std::uint8_t> tc = _scheduler.pick(port, _queues.backlog(port) & ~paused);
-        if (!tc) break;
+    for (;;) {
+        // What may go is asked before the link (a call to the driver), usually nothing.
+        const std::uint8_t ready = _queues.backlog(port) & ~paused;
+        if (ready == 0 || busy_until(port) > now + _spec.transmit_fifo) break;
+        const std::optional<std::uint8_t> tc = _scheduler.pick(port, ready);
         rte_mbuf* frame = _queues.dequeue(port, *tc);
         const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
         port_counters& out = _counters[port];

@@ -24,23 +24,6 @@ bool mac_address::parse(const std::string& text, mac_address& out) {
     return true;
 }
 
-std::uint16_t ipv4_header::compute_checksum() const {
-    // RFC 1071: the ones' complement sum does not depend on byte order, so the header (IHL x 4
-    // bytes) is summed as native 32-bit words, folded to 16 bits, and swapped to network order
-    // at the end: five loads instead of twenty byte reads, for every routed frame.
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(this);
-    std::uint64_t sum = 0;
-    for (std::size_t i = 0; i + 4 <= header_length(); i += 4) {
-        std::uint32_t word;
-        std::memcpy(&word, bytes + i, sizeof word);
-        sum += word;
-    }
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    const auto folded = static_cast<std::uint16_t>(~sum);
-    if constexpr (std::endian::native == std::endian::little) return __builtin_bswap16(folded);
-    return folded;
-}
-
 void ipv4_header::update_checksum() {
     checksum.store(0);
     checksum.store(compute_checksum());

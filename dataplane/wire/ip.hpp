@@ -5,7 +5,10 @@
 #include "dataplane/wire/endian.hpp"
 
 #include <array>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 
@@ -41,8 +44,23 @@ struct ipv4_header {
     constexpr void set_dscp_ecn(std::uint8_t dscp, std::uint8_t ecn_bits) {
         tos = static_cast<std::uint8_t>((dscp & 0x3f) << 2 | (ecn_bits & 3));
     }
-    // RFC 1071 checksum over the header as it stands (the checksum field included).
-    std::uint16_t compute_checksum() const;
+    // RFC 1071 checksum over the header as it stands (the checksum field included). The ones'
+    // complement sum does not depend on byte order, so the header (IHL x 4 bytes) is summed as
+    // native 32-bit words, folded to 16 bits, and swapped to network order at the end: five
+    // loads instead of twenty byte reads. Inline: every routed frame is checked.
+    std::uint16_t compute_checksum() const {
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(this);
+        std::uint64_t sum = 0;
+        for (std::size_t i = 0; i + 4 <= header_length(); i += 4) {
+            std::uint32_t word;
+            std::memcpy(&word, bytes + i, sizeof word);
+            sum += word;
+        }
+        while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+        const auto folded = static_cast<std::uint16_t>(~sum);
+        if constexpr (std::endian::native == std::endian::little) return __builtin_bswap16(folded);
+        return folded;
+    }
     void update_checksum();
     bool checksum_ok() const { return compute_checksum() == 0; }
 } __attribute__((packed));
