@@ -3,6 +3,7 @@
 #include "switch_emu/classify.hpp"
 #include "dataplane/wire/pfc.hpp"
 
+#include <cassert>
 #include <stdexcept>
 
 namespace rocefab::switch_emu {
@@ -172,7 +173,16 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     meta(frame).buffer_pool = static_cast<std::uint8_t>(pool);
     if (_buffer.wants_pause(ingress, priority) && _pfc.start_pausing(ingress, priority, now))
         send_pfc(ingress, priority, pfc_state::xoff_quanta, now);
-    if (!_queues.enqueue(egress, meta(frame).traffic_class, frame)) {
+    // Cut-through: with nothing queued on the port, the frame's class free to go and the link
+    // free, drain_port() would send this very frame now. It goes without the trip through its
+    // FIFO, and the scheduler still takes its turn, so DWRR's state is the same either way.
+    if (_queues.backlog(egress) == 0 && (sendable_classes(egress, now) & (1u << tc)) && link_free(egress, now)) {
+        queue.peak_bytes = std::max<std::uint64_t>(queue.peak_bytes, length);
+        [[maybe_unused]] const std::optional<std::uint8_t> picked = _scheduler.pick(egress, static_cast<std::uint8_t>(1u << tc));
+        assert(picked == tc);
+        return send_frame(egress, tc, frame, now);
+    }
+    if (!_queues.enqueue(egress, tc, frame)) {
         // The ring is the buffer's frame-count limit: to the user it is the same tail drop.
         _buffer.release(ingress, priority, pool, length, out);
         return queue_drop(&queue_counters::tail_drops, port_counter::tail_drops);

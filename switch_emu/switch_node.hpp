@@ -108,6 +108,14 @@ private:
     void on_mac_control(std::uint16_t port, rte_mbuf* frame, sim_time now);
     // The transmit stage (transmit.cpp): sends from `port` while its link is idle.
     bool drain_port(std::uint16_t port, sim_time now);
+    // Sends `frame`, of class `tc`, the scheduler's choice, out of `port`: its buffer is
+    // released and the port's and queue's tx counters count it.
+    void send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now);
+    // The classes of `port` that may send at `now`: not paused by PFC, unless the watchdog
+    // forwards a stormed queue regardless (bit t: TC t).
+    std::uint8_t sendable_classes(std::uint16_t port, sim_time now) const;
+    // Whether the link of `port` takes another frame at `now` (switch_spec::transmit_fifo).
+    bool link_free(std::uint16_t port, sim_time now) const { return busy_until(port) <= now + _spec.transmit_fifo; }
     void drop(rte_mbuf* frame, std::uint16_t port, port_counter reason);
     // A frame leaves the buffer (sent or discarded): its group's bytes are returned, and its
     // ingress neighbour resumed if the group has drained.

@@ -8,39 +8,48 @@
 
 namespace rocefab::switch_emu {
 
-bool switch_node::drain_port(std::uint16_t port, sim_time now) {
-    bool sent_any = false;
-    // Bounded by the queue contents: even a link that never reports busy cannot loop us forever.
+std::uint8_t switch_node::sendable_classes(std::uint16_t port, sim_time now) const {
     std::uint8_t paused = _pfc.paused_classes(port, now);
     if (_watchdog.action() == pfc_watchdog_action::forward) paused &= static_cast<std::uint8_t>(~_watchdog.stormed(port));
+    return static_cast<std::uint8_t>(~paused);
+}
+
+bool switch_node::drain_port(std::uint16_t port, sim_time now) {
+    const std::uint8_t sendable = sendable_classes(port, now);
+    bool sent_any = false;
+    // Bounded by the queue contents: even a link that never reports busy cannot loop us forever.
     for (;;) {
         // What may go is asked before the link (a call to the driver), usually nothing.
-        const std::uint8_t ready = _queues.backlog(port) & ~paused;
-        if (ready == 0 || busy_until(port) > now + _spec.transmit_fifo) break;
-        const std::optional<std::uint8_t> tc = _scheduler.pick(port, ready);
-        rte_mbuf* frame = _queues.dequeue(port, *tc);
-        const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
-        port_counters& out = _counters[port];
-        release_frame(frame, port, now);
-        _scheduler.sent(port, *tc, length);
-        out.bump(port_counter::tx_packets);
-        out.bump(port_counter::tx_bytes, length);
-        queue_counters& queue = _queue_counters[port][*tc];
-        ++queue.tx_packets;
-        queue.tx_bytes += length;
-        transmit(port, frame, now);
+        const std::uint8_t ready = _queues.backlog(port) & sendable;
+        if (ready == 0 || !link_free(port, now)) break;
+        const std::uint8_t tc = *_scheduler.pick(port, ready);
+        send_frame(port, tc, _queues.dequeue(port, tc), now);
         sent_any = true;
     }
     return sent_any;
 }
 
-void switch_node::release_frame(rte_mbuf* frame, std::uint16_t egress, sim_time now) {
+// Inline into send_frame(): every frame sent takes it.
+[[gnu::always_inline]] inline void switch_node::release_frame(rte_mbuf* frame, std::uint16_t egress, sim_time now) {
     const packet_meta& m = meta(frame);
     _buffer.release(m.ingress_port, m.priority, static_cast<buffer_pool>(m.buffer_pool), rte_pktmbuf_pkt_len(frame),
                     _counters[egress]);
     if (_pfc.pausing(m.ingress_port, m.priority) && _buffer.allows_resume(m.ingress_port, m.priority) &&
         _pfc.stop_pausing(m.ingress_port, m.priority, now))
         send_pfc(m.ingress_port, m.priority, 0, now);
+}
+
+void switch_node::send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now) {
+    const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
+    release_frame(frame, port, now);
+    _scheduler.sent(port, tc, length);
+    port_counters& out = _counters[port];
+    out.bump(port_counter::tx_packets);
+    out.bump(port_counter::tx_bytes, length);
+    queue_counters& queue = _queue_counters[port][tc];
+    ++queue.tx_packets;
+    queue.tx_bytes += length;
+    transmit(port, frame, now);
 }
 
 void switch_node::poll_watchdog(sim_time now) {
