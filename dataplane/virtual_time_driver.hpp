@@ -26,6 +26,8 @@ public:
     // Re-checks at one instant before moving on. Bounds a livelock of misbehaving nodes (a
     // poll that always claims work) so that time still advances.
     static constexpr unsigned max_rounds_per_instant = 1u << 16;
+    // The most frames of one link handed to its receiver in one receive_burst().
+    static constexpr unsigned delivery_burst = 64;
 
     explicit virtual_time_driver(wiring& w, sim_time start = 0);
 
