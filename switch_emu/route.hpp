@@ -93,6 +93,8 @@ public:
     // `spec` must have passed validate().
     explicit router(const switch_spec& spec);
 
+    // `parsed` is what parse_frame() found in `frame` (parse_verdict::ip), which is what makes
+    // reading its L3 header here safe without checking the length again.
     // On forward: `egress` is the chosen port, TTL / hop limit is decremented (IPv4 checksum
     // updated incrementally, RFC 1624) and the MACs rewritten. On mtu_exceeded `egress` is
     // set too, so the drop can be counted on the port whose MTU was exceeded. Otherwise the
@@ -100,7 +102,6 @@ public:
     // chooses; the caller regrades it first (adaptive_routing::regrade_if_due).
     // Inline: every routed frame takes it; only the choice within an ECMP group is not.
     route_verdict route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) {
-        // parse_frame() has checked that the whole L3 header is inside the frame.
         auto* ethernet = rte_pktmbuf_mtod(frame, wire::ethernet_header*);
         auto* ipv4 = parsed.v6 ? nullptr : rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, parsed.l3_offset);
         auto* ipv6 = parsed.v6 ? rte_pktmbuf_mtod_offset(frame, wire::ipv6_header*, parsed.l3_offset) : nullptr;

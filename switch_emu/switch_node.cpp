@@ -178,7 +178,8 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     // FIFO, and the scheduler still takes its turn, so DWRR's state is the same either way.
     if (_queues.backlog(egress) == 0 && (sendable_classes(egress, now) & (1u << tc)) && link_free(egress, now)) {
         queue.peak_bytes = std::max<std::uint64_t>(queue.peak_bytes, length);
-        [[maybe_unused]] const std::optional<std::uint8_t> picked = _scheduler.pick(egress, static_cast<std::uint8_t>(1u << tc));
+        [[maybe_unused]] const std::optional<std::uint8_t> picked =
+            _scheduler.pick(egress, static_cast<std::uint8_t>(1u << tc));
         assert(picked == tc);
         return send_frame(egress, tc, frame, now);
     }

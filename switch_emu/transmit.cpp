@@ -1,7 +1,7 @@
 // Stage 7, transmit: a port hands the link one frame at a time and only when the link has
-// finished the previous one (busy_until <= now), or is about to (switch_spec::transmit_fifo). The link's serialisation thus shapes the
-// port to its rate, and the backlog stays in the switch's queues, where ECN marking and PFC
-// thresholds can see it, rather than in the link.
+// finished the previous one (busy_until <= now), or is about to (switch_spec::transmit_fifo).
+// The link's serialisation thus shapes the port to its rate, and the backlog stays in the
+// switch's queues, where ECN marking and PFC thresholds can see it, rather than in the link.
 #include "switch_emu/switch_node.hpp"
 
 #include <algorithm>
