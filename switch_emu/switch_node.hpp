@@ -113,7 +113,11 @@ private:
     void send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now);
     // The classes of `port` that may send at `now`: not paused by PFC, unless the watchdog
     // forwards a stormed queue regardless (bit t: TC t).
-    std::uint8_t sendable_classes(std::uint16_t port, sim_time now) const;
+    std::uint8_t sendable_classes(std::uint16_t port, sim_time now) const {
+        std::uint8_t paused = _pfc.paused_classes(port, now);
+        if (_watchdog.action() == pfc_watchdog_action::forward) paused &= static_cast<std::uint8_t>(~_watchdog.stormed(port));
+        return static_cast<std::uint8_t>(~paused);
+    }
     // Whether the link of `port` takes another frame at `now` (switch_spec::transmit_fifo).
     bool link_free(std::uint16_t port, sim_time now) const { return busy_until(port) <= now + _spec.transmit_fifo; }
     void drop(rte_mbuf* frame, std::uint16_t port, port_counter reason);

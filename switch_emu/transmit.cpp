@@ -8,12 +8,6 @@
 
 namespace rocefab::switch_emu {
 
-std::uint8_t switch_node::sendable_classes(std::uint16_t port, sim_time now) const {
-    std::uint8_t paused = _pfc.paused_classes(port, now);
-    if (_watchdog.action() == pfc_watchdog_action::forward) paused &= static_cast<std::uint8_t>(~_watchdog.stormed(port));
-    return static_cast<std::uint8_t>(~paused);
-}
-
 bool switch_node::drain_port(std::uint16_t port, sim_time now) {
     const std::uint8_t sendable = sendable_classes(port, now);
     bool sent_any = false;
