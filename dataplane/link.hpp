@@ -198,6 +198,12 @@ public:
         }
         return delivered;
     }
+    // The same into `burst`, at most burst.size() frames: what the drivers hand a receiver's
+    // receive_burst(). Returns how many it holds.
+    unsigned take_ready(sim_time now, std::span<rte_mbuf*> burst) {
+        return deliver_ready(now, [burst, held = 0u](rte_mbuf* frame) mutable { burst[held++] = frame; },
+                             static_cast<unsigned>(burst.size()));
+    }
 
 private:
     static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by = 1) {

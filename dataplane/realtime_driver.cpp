@@ -18,7 +18,7 @@ bool realtime_driver::run_once() {
         const link_endpoint to = l.to();
         // The frames due are handed over as one burst, which the switch takes a vector at a time.
         std::array<rte_mbuf*, delivery_burst> burst;
-        const unsigned n = l.deliver_ready(now, [&burst, held = 0u](rte_mbuf* frame) mutable { burst[held++] = frame; }, delivery_burst);
+        const unsigned n = l.take_ready(now, burst);
         if (n == 0) continue;
         _wiring.node_at(to.node).receive_burst(to.port, {burst.data(), n}, now);
         worked = true;

@@ -33,8 +33,7 @@ bool virtual_time_driver::deliver_due(sim_time t) {
         // them a vector at a time, with the same result as one frame at a time.
         std::array<rte_mbuf*, delivery_burst> burst;
         for (;;) {
-            const unsigned n =
-                l.deliver_ready(t, [&burst, held = 0u](rte_mbuf* frame) mutable { burst[held++] = frame; }, delivery_burst);
+            const unsigned n = l.take_ready(t, burst);
             if (n == 0) break;
             receiver.receive_burst(to.port, {burst.data(), n}, t);
             _received[to.node] = 1;

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <vector>
+
 namespace rocefab::testing {
 namespace {
 
@@ -87,6 +90,22 @@ TEST_F(link_test, delivery_is_fifo_and_honours_the_frame_budget) {
     };
     EXPECT_EQ(l.deliver_ready(never, collect, 2), 2u);
     EXPECT_EQ(l.deliver_ready(never, collect), 3u);
+    EXPECT_EQ(seqs, (std::vector<std::uint32_t>{0, 1, 2, 3, 4}));
+}
+
+TEST_F(link_test, take_ready_fills_a_burst_in_order_up_to_its_size) {
+    link l("a->b", {0, 0}, {1, 0}, ten_gig());
+    for (std::uint32_t i = 0; i < 5; ++i) ASSERT_TRUE(l.transmit(make_pattern_frame(100, i), 0));
+    std::array<rte_mbuf*, 3> burst{};
+    std::vector<std::uint32_t> seqs;
+    for (unsigned expected : {3u, 2u, 0u}) {
+        const unsigned n = l.take_ready(never, burst);
+        EXPECT_EQ(n, expected);
+        for (unsigned i = 0; i < n; ++i) {
+            seqs.push_back(frame_bytes(burst[i])[17]);
+            rte_pktmbuf_free(burst[i]);
+        }
+    }
     EXPECT_EQ(seqs, (std::vector<std::uint32_t>{0, 1, 2, 3, 4}));
 }
 
