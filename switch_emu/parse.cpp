@@ -32,24 +32,6 @@ void read_udp_ports(const frame_view& frame, std::size_t offset, std::uint32_t l
     out.destination_port = udp->destination_port.load();
 }
 
-// The header checksum of an IPv4 header whose length is checked to be inside the frame. Almost
-// every header is 20 bytes, which sums as five words without a loop.
-bool ipv4_checksum_ok(const wire::ipv4_header& ip) {
-    if (ip.header_length() != sizeof(wire::ipv4_header)) return ip.checksum_ok();
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&ip);
-    auto word = [bytes](std::size_t i) {
-        std::uint32_t w;
-        std::memcpy(&w, bytes + 4 * i, sizeof w);
-        return std::uint64_t(w);
-    };
-    std::uint64_t sum = word(0) + word(1) + word(2) + word(3) + word(4);
-    sum = (sum & 0xffffffff) + (sum >> 32);
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    return sum == 0xffff; // the ones' complement sum of a valid header is all ones
-}
-
 parse_verdict parse_ipv4(const frame_view& frame, parsed_frame& out) {
     const auto* ip = frame.at<wire::ipv4_header>(out.l3_offset);
     if (!ip || ip->version() != 4) return parse_verdict::malformed;
@@ -57,7 +39,7 @@ parse_verdict parse_ipv4(const frame_view& frame, parsed_frame& out) {
     // IHL < 5 is not a header; IHL past the frame end would make the checksum read past it.
     if (header_length < sizeof(wire::ipv4_header)) return parse_verdict::malformed;
     if (out.l3_offset + header_length > frame.length) return parse_verdict::malformed;
-    if (!ipv4_checksum_ok(*ip)) return parse_verdict::malformed;
+    if (!ip->checksum_ok()) return parse_verdict::malformed;
     const std::uint32_t total_length = ip->total_length.load();
     // Ethernet pads short frames to 60 bytes, so the frame may be longer than the packet, never shorter.
     if (total_length < header_length || out.l3_offset + total_length > frame.length) return parse_verdict::malformed;
