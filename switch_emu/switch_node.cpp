@@ -149,7 +149,8 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     };
     if ((_watchdog.stormed(egress) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop)
         return queue_drop(&queue_counters::watchdog_drops, port_counter::watchdog_drops);
-    switch (_congestion.decide(tc, _queues.depth_bytes(egress, tc), parsed.ecn)) {
+    const std::uint64_t depth = _queues.depth_bytes(egress, tc); // what the frame joins
+    switch (_congestion.decide(tc, depth, parsed.ecn)) {
     case congestion_verdict::pass: break;
     case congestion_verdict::mark:
         if (parsed.ecn != wire::ecn::ce) { // one already marked upstream stays as it is
@@ -160,7 +161,7 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
         break;
     case congestion_verdict::drop: return queue_drop(&queue_counters::wred_drops, port_counter::wred_drops);
     }
-    if (!_buffer.egress_allows(priority, _queues.depth_bytes(egress, tc), length))
+    if (!_buffer.egress_allows(priority, depth, length))
         return queue_drop(&queue_counters::tail_drops, port_counter::tail_drops);
     buffer_pool pool;
     switch (_buffer.admit(ingress, priority, length, out, pool)) {

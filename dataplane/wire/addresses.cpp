@@ -2,9 +2,7 @@
 #include "dataplane/wire/ip.hpp"
 
 #include <arpa/inet.h>
-#include <bit>
 #include <cstdio>
-#include <cstring>
 
 namespace rocefab::wire {
 
