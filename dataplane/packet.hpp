@@ -26,10 +26,15 @@ inline std::span<std::uint8_t> frame_bytes(rte_mbuf* m) {
 
 // Typed view of `sizeof(Header)` bytes at `offset`, or nullptr when the frame is too short.
 // Every parser goes through this: a frame from the wire is never trusted to be long enough.
+// A parser that reads several headers takes frame_bytes() once and passes the span.
+template <typename Header>
+inline Header* header_at(std::span<std::uint8_t> bytes, std::size_t offset) {
+    if (offset + sizeof(Header) > bytes.size()) return nullptr;
+    return reinterpret_cast<Header*>(bytes.data() + offset);
+}
 template <typename Header>
 inline Header* header_at(rte_mbuf* m, std::size_t offset) {
-    if (offset + sizeof(Header) > rte_pktmbuf_data_len(m)) return nullptr;
-    return rte_pktmbuf_mtod_offset(m, Header*, offset);
+    return header_at<Header>(frame_bytes(m), offset);
 }
 
 } // namespace rocefab

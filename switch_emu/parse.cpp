@@ -8,41 +8,27 @@ namespace {
 
 constexpr std::uint16_t ipv4_more_fragments_and_offset = 0x3fff;
 
-// A frame's bytes, found once: every header is read through at<>(), which checks that it lies
-// inside them, as header_at<>() does, without going back to the mbuf for each header.
-struct frame_view {
-    const std::uint8_t* data;
-    std::size_t length;
-
-    explicit frame_view(rte_mbuf* frame)
-        : data(rte_pktmbuf_mtod(frame, const std::uint8_t*)), length(rte_pktmbuf_data_len(frame)) {}
-    template <typename Header>
-    const Header* at(std::size_t offset) const {
-        return offset + sizeof(Header) <= length ? reinterpret_cast<const Header*>(data + offset) : nullptr;
-    }
-};
-
-void read_udp_ports(const frame_view& frame, std::size_t offset, std::uint32_t l4_length, parsed_frame& out) {
+void read_udp_ports(std::span<std::uint8_t> frame, std::size_t offset, std::uint32_t l4_length, parsed_frame& out) {
     // A router does not validate L4: a UDP payload too short for its header is still routed,
     // it just hashes as port 0.
     if (out.protocol != wire::ip_protocol::udp || l4_length < sizeof(wire::udp_header)) return;
-    const auto* udp = frame.at<wire::udp_header>(offset);
+    const auto* udp = header_at<wire::udp_header>(frame, offset);
     if (!udp) return;
     out.source_port = udp->source_port.load();
     out.destination_port = udp->destination_port.load();
 }
 
-parse_verdict parse_ipv4(const frame_view& frame, parsed_frame& out) {
-    const auto* ip = frame.at<wire::ipv4_header>(out.l3_offset);
+parse_verdict parse_ipv4(std::span<std::uint8_t> frame, parsed_frame& out) {
+    const auto* ip = header_at<wire::ipv4_header>(frame, out.l3_offset);
     if (!ip || ip->version() != 4) return parse_verdict::malformed;
     const std::size_t header_length = ip->header_length();
     // IHL < 5 is not a header; IHL past the frame end would make the checksum read past it.
     if (header_length < sizeof(wire::ipv4_header)) return parse_verdict::malformed;
-    if (out.l3_offset + header_length > frame.length) return parse_verdict::malformed;
+    if (out.l3_offset + header_length > frame.size()) return parse_verdict::malformed;
     if (!ip->checksum_ok()) return parse_verdict::malformed;
     const std::uint32_t total_length = ip->total_length.load();
     // Ethernet pads short frames to 60 bytes, so the frame may be longer than the packet, never shorter.
-    if (total_length < header_length || out.l3_offset + total_length > frame.length) return parse_verdict::malformed;
+    if (total_length < header_length || out.l3_offset + total_length > frame.size()) return parse_verdict::malformed;
 
     out.v6 = false;
     out.l3_length = total_length;
@@ -54,11 +40,11 @@ parse_verdict parse_ipv4(const frame_view& frame, parsed_frame& out) {
     return parse_verdict::ip;
 }
 
-parse_verdict parse_ipv6(const frame_view& frame, parsed_frame& out) {
-    const auto* ip = frame.at<wire::ipv6_header>(out.l3_offset);
+parse_verdict parse_ipv6(std::span<std::uint8_t> frame, parsed_frame& out) {
+    const auto* ip = header_at<wire::ipv6_header>(frame, out.l3_offset);
     if (!ip || ip->version() != 6) return parse_verdict::malformed;
     const std::uint32_t payload_length = ip->payload_length.load();
-    if (out.l3_offset + sizeof(wire::ipv6_header) + payload_length > frame.length) return parse_verdict::malformed;
+    if (out.l3_offset + sizeof(wire::ipv6_header) + payload_length > frame.size()) return parse_verdict::malformed;
 
     out.v6 = true;
     out.l3_length = sizeof(wire::ipv6_header) + payload_length;
@@ -74,8 +60,8 @@ parse_verdict parse_ipv6(const frame_view& frame, parsed_frame& out) {
 // parse_frame()'s body, inline here so that parse_frames() runs it without a call per frame.
 inline parse_verdict parse_one(rte_mbuf* mbuf, const wire::mac_address& port_mac, parsed_frame& out) {
     out = parsed_frame{};
-    const frame_view frame(mbuf);
-    const auto* ethernet = frame.at<wire::ethernet_header>(0);
+    const std::span<std::uint8_t> frame = frame_bytes(mbuf); // found once, for every header
+    const auto* ethernet = header_at<wire::ethernet_header>(frame, 0);
     if (!ethernet) return parse_verdict::malformed;
     // Broadcast has the group bit set too; it and multicast pass on to the EtherType checks
     // (PFC goes to 01:80:c2:00:00:01, ARP to ff:ff:ff:ff:ff:ff).
@@ -86,7 +72,7 @@ inline parse_verdict parse_one(rte_mbuf* mbuf, const wire::mac_address& port_mac
     std::uint16_t ether_type = ethernet->ether_type.load();
     out.l3_offset = sizeof(wire::ethernet_header);
     if (ether_type == wire::ethertype::vlan) {
-        const auto* tag = frame.at<wire::vlan_header>(out.l3_offset);
+        const auto* tag = header_at<wire::vlan_header>(frame, out.l3_offset);
         if (!tag) return parse_verdict::malformed;
         out.vlan_tagged = true;
         out.pcp = tag->pcp();
