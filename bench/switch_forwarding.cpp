@@ -133,7 +133,7 @@ private:
         std::uint64_t refused = 0;
     };
 
-    void flush(tx_port& out) const {
+    void flush(tx_port& out) {
         if (_recycle) {
             out.accepted += out.count;
             out.count = 0;
