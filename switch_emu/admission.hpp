@@ -65,6 +65,23 @@ public:
         egress.set(port_counter::buffer_peak_bytes, std::max(egress[port_counter::buffer_peak_bytes], held));
         return verdict::admitted;
     }
+    // admit() and release() at once, for a frame that leaves as soon as it is admitted (cut-through):
+    // only the watermarks it raised stay. True when admit() would have taken it into the
+    // reserved or the shared pool of a group with nothing in its headroom, so that it cannot
+    // have wanted a pause (wants_pause()). False otherwise, and then nothing has changed: the
+    // caller takes the full path, admit() and what follows.
+    bool pass_through(std::uint16_t ingress, std::uint8_t priority, std::uint32_t bytes, port_counters& egress) {
+        priority_group& g = group(ingress, priority);
+        if (g.headroom != 0) return false;
+        if (g.reserved + bytes > _reserved_per_group &&
+            (g.shared + bytes > threshold() || _shared_used + bytes > _shared_size))
+            return false;
+        _peak = std::max(_peak, in_use() + bytes);
+        g.peak = std::max(g.peak, g.reserved + g.shared + g.headroom + bytes);
+        const std::uint64_t held = egress[port_counter::buffer_bytes] + bytes;
+        if (held > egress[port_counter::buffer_peak_bytes]) egress.set(port_counter::buffer_peak_bytes, held);
+        return true;
+    }
     // Returns what admit() took, when the frame leaves (or is dropped after admission).
     void release(std::uint16_t ingress, std::uint8_t priority, buffer_pool pool, std::uint32_t bytes,
                  port_counters& egress) {

@@ -138,9 +138,10 @@ const neighbour_spec* switch_node::find_neighbour(const wire::mac_address& mac) 
 void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t egress, std::uint32_t length,
                           sim_time now) {
     port_counters& out = _counters[egress];
-    const std::uint8_t tc = meta(frame).traffic_class;
-    const std::uint8_t priority = meta(frame).priority;
-    const std::uint16_t ingress = meta(frame).ingress_port;
+    const packet_meta& m = meta(frame);
+    const std::uint8_t tc = m.traffic_class;
+    const std::uint8_t priority = m.priority;
+    const std::uint16_t ingress = m.ingress_port;
     queue_counters& queue = _queue_counters[egress][tc];
     // A drop at the egress queue counts on the port and on the queue.
     auto queue_drop = [&](std::uint64_t queue_counters::*queue_reason, port_counter port_reason) {
@@ -163,6 +164,20 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     }
     if (!_buffer.egress_allows(priority, depth, length))
         return queue_drop(&queue_counters::tail_drops, port_counter::tail_drops);
+    // Cut-through: with nothing queued on the port, the frame's class free to go and the link
+    // free, drain_port() would send this very frame as soon as it is queued. When its priority
+    // group is neither pausing its neighbour nor about to, admission and release cancel out
+    // but for the watermarks (shared_buffer::pass_through), and the frame goes without the trip
+    // through the buffer and its FIFO. The scheduler still takes its turn, so DWRR's state is
+    // the same either way.
+    if (_queues.backlog(egress) == 0 && (sendable_classes(egress, now) & (1u << tc)) && link_free(egress, now) &&
+        !_pfc.pausing(ingress, priority) && _buffer.pass_through(ingress, priority, length, out)) {
+        queue.peak_bytes = std::max<std::uint64_t>(queue.peak_bytes, length);
+        [[maybe_unused]] const std::optional<std::uint8_t> picked =
+            _scheduler.pick(egress, static_cast<std::uint8_t>(1u << tc));
+        assert(picked == tc);
+        return hand_to_link(egress, tc, frame, length, now);
+    }
     buffer_pool pool;
     switch (_buffer.admit(ingress, priority, length, out, pool)) {
     case shared_buffer::verdict::admitted: break;
@@ -174,16 +189,6 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     meta(frame).buffer_pool = static_cast<std::uint8_t>(pool);
     if (_buffer.wants_pause(ingress, priority) && _pfc.start_pausing(ingress, priority, now))
         send_pfc(ingress, priority, pfc_state::xoff_quanta, now);
-    // Cut-through: with nothing queued on the port, the frame's class free to go and the link
-    // free, drain_port() would send this very frame now. It goes without the trip through its
-    // FIFO, and the scheduler still takes its turn, so DWRR's state is the same either way.
-    if (_queues.backlog(egress) == 0 && (sendable_classes(egress, now) & (1u << tc)) && link_free(egress, now)) {
-        queue.peak_bytes = std::max<std::uint64_t>(queue.peak_bytes, length);
-        [[maybe_unused]] const std::optional<std::uint8_t> picked =
-            _scheduler.pick(egress, static_cast<std::uint8_t>(1u << tc));
-        assert(picked == tc);
-        return send_frame(egress, tc, frame, now);
-    }
     if (!_queues.enqueue(egress, tc, frame)) {
         // The ring is the buffer's frame-count limit: to the user it is the same tail drop.
         _buffer.release(ingress, priority, pool, length, out);

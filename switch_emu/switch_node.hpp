@@ -111,6 +111,9 @@ private:
     // Sends `frame`, of class `tc`, the scheduler's choice, out of `port`: its buffer is
     // released and the port's and queue's tx counters count it.
     void send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now);
+    // The part of send_frame() after the buffer: the scheduler is charged for the frame, the
+    // tx counters count it and the link takes it. A cut-through frame, never buffered, starts here.
+    void hand_to_link(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, std::uint32_t length, sim_time now);
     // The classes of `port` that may send at `now`: not paused by PFC, unless the watchdog
     // forwards a stormed queue regardless (bit t: TC t).
     std::uint8_t sendable_classes(std::uint16_t port, sim_time now) const {
