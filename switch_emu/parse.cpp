@@ -18,7 +18,8 @@ void read_udp_ports(std::span<std::uint8_t> frame, std::size_t offset, std::uint
     out.destination_port = udp->destination_port.load();
 }
 
-parse_verdict parse_ipv4(std::span<std::uint8_t> frame, parsed_frame& out) {
+// An IPv4 header of any length (IHL 5 to 15).
+parse_verdict parse_ipv4_any(std::span<std::uint8_t> frame, parsed_frame& out) {
     const auto* ip = header_at<wire::ipv4_header>(frame, out.l3_offset);
     if (!ip || ip->version() != 4) return parse_verdict::malformed;
     const std::size_t header_length = ip->header_length();
@@ -37,6 +38,29 @@ parse_verdict parse_ipv4(std::span<std::uint8_t> frame, parsed_frame& out) {
     out.protocol = ip->protocol;
     if ((ip->flags_fragment.load() & ipv4_more_fragments_and_offset) == 0)
         read_udp_ports(frame, out.l3_offset + header_length, total_length - header_length, out);
+    return parse_verdict::ip;
+}
+
+// parse_ipv4_any() for the header every RoCEv2 packet has, 20 bytes without options, inline:
+// once the total length is known to fit the frame, so do the fixed header and a UDP header
+// within it, and they are read without checking again.
+inline parse_verdict parse_ipv4(std::span<std::uint8_t> frame, parsed_frame& out) {
+    const auto* ip = header_at<wire::ipv4_header>(frame, out.l3_offset);
+    if (!ip || ip->version_ihl != 0x45) return parse_ipv4_any(frame, out);
+    if (!ip->checksum_ok()) return parse_verdict::malformed;
+    const std::uint32_t total_length = ip->total_length.load();
+    if (total_length < sizeof(wire::ipv4_header) || out.l3_offset + total_length > frame.size())
+        return parse_verdict::malformed;
+    out.l3_length = total_length;
+    out.dscp = ip->dscp();
+    out.ecn = ip->ecn();
+    out.protocol = ip->protocol;
+    if (ip->protocol == wire::ip_protocol::udp && total_length >= sizeof(wire::ipv4_header) + sizeof(wire::udp_header) &&
+        (ip->flags_fragment.load() & ipv4_more_fragments_and_offset) == 0) {
+        const auto* udp = reinterpret_cast<const wire::udp_header*>(ip + 1);
+        out.source_port = udp->source_port.load();
+        out.destination_port = udp->destination_port.load();
+    }
     return parse_verdict::ip;
 }
 
@@ -80,8 +104,9 @@ inline parse_verdict parse_one(rte_mbuf* mbuf, const wire::mac_address& port_mac
         out.l3_offset += sizeof(wire::vlan_header);
     }
 
+    if (ether_type == wire::ethertype::ipv4) [[likely]] // asked first: every RoCEv2 frame is
+        return parse_ipv4(frame, out);
     switch (ether_type) {
-    case wire::ethertype::ipv4: return parse_ipv4(frame, out);
     case wire::ethertype::ipv6: return parse_ipv6(frame, out);
     case wire::ethertype::mac_control: return parse_verdict::mac_control;
     default: return parse_verdict::non_ip;
