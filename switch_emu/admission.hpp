@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace rocefab::switch_emu {
@@ -65,22 +66,34 @@ public:
         egress.set(port_counter::buffer_peak_bytes, std::max(egress[port_counter::buffer_peak_bytes], held));
         return verdict::admitted;
     }
-    // admit() and release() at once, for a frame that leaves as soon as it is admitted (cut-through):
-    // only the watermarks it raised stay. True when admit() would have taken it into the
-    // reserved or the shared pool of a group with nothing in its headroom, so that it cannot
-    // have wanted a pause (wants_pause()). False otherwise, and then nothing has changed: the
-    // caller takes the full path, admit() and what follows.
-    bool pass_through(std::uint16_t ingress, std::uint8_t priority, std::uint32_t bytes, port_counters& egress) {
+    // Cut-through: a frame sent the moment it is admitted changes the buffer only to change it
+    // back, so a run of such frames needs only these two calls, not admit() and release() each.
+    // pass_through_limit(): the longest frame admit() would take now into the reserved or the
+    // shared pool of a group with nothing in its headroom, and so without wanting a pause
+    // (wants_pause()); 0 when the group has headroom in use.
+    std::uint32_t pass_through_limit(std::uint16_t ingress, std::uint8_t priority) const {
+        const priority_group& g = group(ingress, priority);
+        if (g.headroom != 0) return 0;
+        const std::uint64_t reserved = _reserved_per_group - std::min(_reserved_per_group, g.reserved);
+        const std::uint64_t limit = threshold();
+        const std::uint64_t shared = std::min(limit - std::min<std::uint64_t>(limit, g.shared),
+                                              _shared_size - std::min(_shared_size, _shared_used));
+        return static_cast<std::uint32_t>(std::min<std::uint64_t>(std::max(reserved, shared), std::numeric_limits<std::uint32_t>::max()));
+    }
+    // What stays of admitting and releasing frames within that limit, `longest` the longest of
+    // them: the watermarks they raised.
+    void passed_through(std::uint16_t ingress, std::uint8_t priority, std::uint32_t longest, port_counters& egress) {
         priority_group& g = group(ingress, priority);
-        if (g.headroom != 0) return false;
-        if (g.reserved + bytes > _reserved_per_group &&
-            (g.shared + bytes > threshold() || _shared_used + bytes > _shared_size))
-            return false;
-        _peak = std::max(_peak, in_use() + bytes);
-        g.peak = std::max(g.peak, g.reserved + g.shared + g.headroom + bytes);
-        const std::uint64_t held = egress[port_counter::buffer_bytes] + bytes;
+        _peak = std::max(_peak, in_use() + longest);
+        g.peak = std::max(g.peak, g.reserved + g.shared + g.headroom + longest);
+        const std::uint64_t held = egress[port_counter::buffer_bytes] + longest;
         if (held > egress[port_counter::buffer_peak_bytes]) egress.set(port_counter::buffer_peak_bytes, held);
-        return true;
+    }
+    // The longest frame of `priority` egress_allows() into a queue `queue_bytes` deep.
+    std::uint64_t egress_limit(std::uint8_t priority, std::uint64_t queue_bytes) const {
+        if (lossless(priority)) return std::numeric_limits<std::uint64_t>::max();
+        const std::uint64_t limit = threshold();
+        return limit - std::min(limit, queue_bytes);
     }
     // Returns what admit() took, when the frame leaves (or is dropped after admission).
     void release(std::uint16_t ingress, std::uint8_t priority, buffer_pool pool, std::uint32_t bytes,

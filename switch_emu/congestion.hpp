@@ -23,9 +23,14 @@ public:
     // What to do with a packet of class `tc` (ECN bits `ecn`) joining a queue `depth_bytes` deep.
     // Inline: asked for every frame, and most are below min.
     congestion_verdict decide(std::uint8_t tc, std::uint64_t depth_bytes, std::uint8_t ecn) {
-        const congestion_spec& c = _classes[tc & 7];
-        if (!c.enabled || depth_bytes < c.min_bytes) return congestion_verdict::pass;
+        if (passes(tc, depth_bytes)) return congestion_verdict::pass;
         return decide_above_min(tc, depth_bytes, ecn);
+    }
+    // Whether decide() passes every packet of class `tc` at this depth, whatever its ECN bits:
+    // marking is off, or the queue is below min.
+    bool passes(std::uint8_t tc, std::uint64_t depth_bytes) const {
+        const congestion_spec& c = _classes[tc & 7];
+        return !c.enabled || depth_bytes < c.min_bytes;
     }
 
 private:

@@ -68,11 +68,12 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
             case parse_verdict::malformed: drop(frame, port, port_counter::rx_drops_malformed); continue;
             case parse_verdict::non_ip: drop(frame, port, port_counter::rx_drops_non_ip); continue;
             }
-            classify_frame(_spec.qos, parsed[i], meta(frame));
-            ingress_counters& by_priority = _ingress_counters[port][meta(frame).priority];
+            packet_meta& m = meta(frame);
+            classify_frame(_spec.qos, parsed[i], m);
+            ingress_counters& by_priority = _ingress_counters[port][m.priority];
             ++by_priority.rx_packets;
             by_priority.rx_bytes += length;
-            vector[kept++] = {frame, &parsed[i], length, 0};
+            vector[kept++] = {frame, &parsed[i], length, 0, m.priority, m.traffic_class};
         }
         ingress.bump(port_counter::rx_packets, batch.size());
         ingress.bump(port_counter::rx_bytes, bytes);
@@ -83,8 +84,63 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
 void switch_node::forward_vector(std::uint16_t port, std::span<in_flight> vector, sim_time now) {
     const std::size_t kept = route_stage(port, vector, now);
     // Stages 4 to 7, per frame in arrival order: each frame meets the queues, the buffer and
-    // the link as the frames before it left them.
-    for (const in_flight& f : vector.first(kept)) enqueue(f.frame, *f.parsed, f.egress, f.length, now);
+    // the link as the frames before it left them. Consecutive frames for the same queue (one
+    // flow, usually) form a run, which cut_through() sends straight on while it can.
+    auto same_queue = [](const in_flight& a, const in_flight& b) {
+        return a.egress == b.egress && a.traffic_class == b.traffic_class && a.priority == b.priority;
+    };
+    for (std::size_t i = 0; i < kept;) {
+        std::size_t end = i + 1;
+        while (end < kept && same_queue(vector[end], vector[i])) ++end;
+        while (i < end) {
+            i += cut_through(port, vector.subspan(i, end - i), now);
+            if (i == end) break;
+            const in_flight& f = vector[i++];
+            enqueue(f.frame, *f.parsed, f.egress, f.length, now);
+        }
+    }
+}
+
+std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_flight> run, sim_time now) {
+    const std::uint16_t egress = run.front().egress;
+    const std::uint8_t tc = run.front().traffic_class;
+    const std::uint8_t priority = run.front().priority;
+    // What enqueue() would check for each frame: none of it changes while frames pass straight
+    // through, since they leave the queues, the buffer, PFC and the watchdog as they were.
+    // Nothing queued on the port and the class free to send: drain_port() would pick the frame
+    // at once. No watchdog drop, no ECN/WRED decision at an empty queue, and a priority group
+    // neither pausing its neighbour (an XON may be due when the frame leaves) nor about to.
+    if (_queues.backlog(egress) != 0 || !(sendable_classes(egress, now) & (1u << tc))) return 0;
+    if ((_watchdog.stormed(egress) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop) return 0;
+    if (!_congestion.passes(tc, 0) || _pfc.pausing(ingress, priority)) return 0;
+    const std::uint64_t longest_allowed =
+        std::min<std::uint64_t>(_buffer.egress_limit(priority, 0), _buffer.pass_through_limit(ingress, priority));
+    // Per frame: its length, and whether the link takes it now.
+    std::size_t sent = 0;
+    std::uint64_t bytes = 0;
+    std::uint32_t longest = 0;
+    for (const in_flight& f : run) {
+        if (f.length > longest_allowed || !link_free(egress, now)) break;
+        // The scheduler takes its turn, so DWRR's state is what queueing would have left.
+        [[maybe_unused]] const std::optional<std::uint8_t> picked =
+            _scheduler.pick(egress, static_cast<std::uint8_t>(1u << tc));
+        assert(picked == tc);
+        _scheduler.sent(egress, tc, f.length);
+        transmit(egress, f.frame, now);
+        ++sent;
+        bytes += f.length;
+        longest = std::max(longest, f.length);
+    }
+    if (sent == 0) return 0;
+    port_counters& out = _counters[egress];
+    _buffer.passed_through(ingress, priority, longest, out);
+    out.bump(port_counter::tx_packets, sent);
+    out.bump(port_counter::tx_bytes, bytes);
+    queue_counters& queue = _queue_counters[egress][tc];
+    queue.tx_packets += sent;
+    queue.tx_bytes += bytes;
+    queue.peak_bytes = std::max<std::uint64_t>(queue.peak_bytes, longest);
+    return sent;
 }
 
 std::size_t switch_node::route_stage(std::uint16_t port, std::span<in_flight> vector, sim_time now) {
@@ -93,27 +149,32 @@ std::size_t switch_node::route_stage(std::uint16_t port, std::span<in_flight> ve
             return adaptive_routing::port_load{_counters[p][port_counter::tx_bytes], _queues.port_bytes(p)};
         });
     std::size_t kept = 0;
-    for (in_flight& f : vector) {
+    for (std::size_t i = 0; i < vector.size(); ++i) {
+        const in_flight& f = vector[i];
+        std::uint16_t egress = 0;
         if (f.parsed->bridged) {
             const neighbour_spec* n = find_neighbour(rte_pktmbuf_mtod(f.frame, const wire::ethernet_header*)->destination);
             if (!n || n->port == port) {
                 drop(f.frame, port, port_counter::rx_drops_not_for_us);
                 continue;
             }
-            f.egress = n->port;
-            if (f.parsed->l3_length > _spec.ports[f.egress].mtu) {
-                drop(f.frame, f.egress, port_counter::drops_mtu_exceeded);
+            egress = n->port;
+            if (f.parsed->l3_length > _spec.ports[egress].mtu) {
+                drop(f.frame, egress, port_counter::drops_mtu_exceeded);
                 continue;
             }
         } else {
-            switch (_router.route(f.frame, *f.parsed, f.egress)) {
+            switch (_router.route(f.frame, *f.parsed, egress)) {
             case route_verdict::forward: break;
             case route_verdict::no_route: drop(f.frame, port, port_counter::drops_no_route); continue;
             case route_verdict::ttl_expired: drop(f.frame, port, port_counter::drops_ttl_expired); continue;
-            case route_verdict::mtu_exceeded: drop(f.frame, f.egress, port_counter::drops_mtu_exceeded); continue;
+            case route_verdict::mtu_exceeded: drop(f.frame, egress, port_counter::drops_mtu_exceeded); continue;
             }
         }
-        vector[kept++] = f;
+        // The frame moves down over those dropped before it, then takes its port: a copy after
+        // that narrow store would wait for it (a store-forwarding stall on every frame).
+        if (kept != i) vector[kept] = f;
+        vector[kept++].egress = egress;
     }
     return kept;
 }
@@ -164,20 +225,6 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     }
     if (!_buffer.egress_allows(priority, depth, length))
         return queue_drop(&queue_counters::tail_drops, port_counter::tail_drops);
-    // Cut-through: with nothing queued on the port, the frame's class free to go and the link
-    // free, drain_port() would send this very frame as soon as it is queued. When its priority
-    // group is neither pausing its neighbour nor about to, admission and release cancel out
-    // but for the watermarks (shared_buffer::pass_through), and the frame goes without the trip
-    // through the buffer and its FIFO. The scheduler still takes its turn, so DWRR's state is
-    // the same either way.
-    if (_queues.backlog(egress) == 0 && (sendable_classes(egress, now) & (1u << tc)) && link_free(egress, now) &&
-        !_pfc.pausing(ingress, priority) && _buffer.pass_through(ingress, priority, length, out)) {
-        queue.peak_bytes = std::max<std::uint64_t>(queue.peak_bytes, length);
-        [[maybe_unused]] const std::optional<std::uint8_t> picked =
-            _scheduler.pick(egress, static_cast<std::uint8_t>(1u << tc));
-        assert(picked == tc);
-        return hand_to_link(egress, tc, frame, length, now);
-    }
     buffer_pool pool;
     switch (_buffer.admit(ingress, priority, length, out, pool)) {
     case shared_buffer::verdict::admitted: break;

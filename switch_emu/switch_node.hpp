@@ -97,6 +97,8 @@ private:
         const parsed_frame* parsed;
         std::uint32_t length;
         std::uint16_t egress; // set by route_stage
+        std::uint8_t priority; // packet_meta's, from classification
+        std::uint8_t traffic_class;
     };
     // Stages 3 to 7 over a vector of parsed and classified frames from `port`: route (or
     // bridge) them all, then admit, queue and transmit each in turn.
@@ -104,6 +106,11 @@ private:
     // Stage 3 over the vector: sets each frame's egress and rewrites it; the frames dropped are
     // taken out. Returns how many are left.
     std::size_t route_stage(std::uint16_t port, std::span<in_flight> vector, sim_time now);
+    // Stages 4 to 7 for a run of frames from `ingress` to one egress queue, with one priority:
+    // cut-through. Frames go straight to the link, neither buffered nor queued, for as long as
+    // drain_port() would send each the moment it is queued and admission would not pause for
+    // it. Returns how many went; the next frame, if any, needs enqueue().
+    std::size_t cut_through(std::uint16_t ingress, std::span<const in_flight> run, sim_time now);
     // A PAUSE or PFC frame received on `port`: the MAC acts on it and consumes it.
     void on_mac_control(std::uint16_t port, rte_mbuf* frame, sim_time now);
     // The transmit stage (transmit.cpp): sends from `port` while its link is idle.
@@ -111,9 +118,6 @@ private:
     // Sends `frame`, of class `tc`, the scheduler's choice, out of `port`: its buffer is
     // released and the port's and queue's tx counters count it.
     void send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now);
-    // The part of send_frame() after the buffer: the scheduler is charged for the frame, the
-    // tx counters count it and the link takes it. A cut-through frame, never buffered, starts here.
-    void hand_to_link(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, std::uint32_t length, sim_time now);
     // The classes of `port` that may send at `now`: not paused by PFC, unless the watchdog
     // forwards a stormed queue regardless (bit t: TC t).
     std::uint8_t sendable_classes(std::uint16_t port, sim_time now) const {
@@ -131,7 +135,8 @@ private:
     void poll_watchdog(sim_time now);
     // Sends a PFC frame out of `port` for `priority` (0xffff quanta: XOFF, 0: XON).
     void send_pfc(std::uint16_t port, std::uint8_t priority, std::uint16_t quanta, sim_time now);
-    // Ingress admission and egress queueing of a frame whose port is chosen.
+    // Ingress admission and egress queueing of a frame whose port is chosen, and transmit if
+    // its link is idle.
     void enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t egress, std::uint32_t length, sim_time now);
     const neighbour_spec* find_neighbour(const wire::mac_address& mac) const;
 

@@ -34,12 +34,8 @@ bool switch_node::drain_port(std::uint16_t port, sim_time now) {
 }
 
 void switch_node::send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now) {
+    const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
     release_frame(frame, port, now);
-    hand_to_link(port, tc, frame, rte_pktmbuf_pkt_len(frame), now);
-}
-
-void switch_node::hand_to_link(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, std::uint32_t length,
-                               sim_time now) {
     _scheduler.sent(port, tc, length);
     port_counters& out = _counters[port];
     out.bump(port_counter::tx_packets);

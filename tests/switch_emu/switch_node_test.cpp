@@ -570,6 +570,71 @@ TEST_F(switch_pipeline, a_burst_is_forwarded_and_counted_as_its_frames_one_at_a_
     EXPECT_GT(bursts.size(), 100u);
 }
 
+TEST_F(switch_pipeline, frames_cut_through_in_runs_leave_what_they_leave_one_at_a_time) {
+    // Runs of one flow's frames, of mixed lengths. Into a 100G link that is now free, now busy,
+    // a run goes straight through until the link has taken 1 us of it (the transmit FIFO), and
+    // the rest of it queues; into a link that is never busy, every run goes straight through.
+    // Taken as runs or one frame at a time, the same frames must leave at the same times, with
+    // the same counters and buffer watermarks (the longest frame of a run sets them, not its
+    // last). A lossy frame now and then, and a flow to another port, break the runs.
+    std::vector<std::vector<std::uint8_t>> frames;
+    std::mt19937 random(5);
+    for (int i = 0; i < 400; ++i) {
+        frame_options o;
+        o.dscp = random() % 8 ? 26 : 0;
+        o.payload = 16 + random() % 3000;
+        frames.push_back(ipv4_udp_frame(host_ip, ipv4(random() % 8 ? "10.1.2.3" : "10.0.0.5"), o));
+    }
+    auto run = [&](bool in_bursts, std::uint64_t link_rate_bps) {
+        recording_sink link(5, link_rate_bps);
+        switch_spec spec = test_spec();
+        spec.transmit_fifo = 1'000; // a link takes frames up to 1 us ahead of the wire
+        switch_node node(spec);
+        node.attach(&link, test_pool());
+        sim_time now = 0;
+        std::size_t sent_on_arrival = 0;
+        for (std::size_t at = 0; at < frames.size(); now += 6'000) { // about 4 us of frames every 6 us
+            const std::size_t n = std::min<std::size_t>(frames.size() - at, 1 + random() % (2 * switch_node::vector_size));
+            std::vector<rte_mbuf*> burst;
+            for (std::size_t i = at; i < at + n; ++i) burst.push_back(make_frame(frames[i]));
+            const std::size_t sent_before = link.sent.size();
+            if (in_bursts) {
+                node.receive_burst(0, burst, now);
+            } else {
+                for (rte_mbuf* m : burst) node.receive(0, m, now);
+            }
+            sent_on_arrival += link.sent.size() - sent_before;
+            at += n;
+            node.poll(now);
+        }
+        for (sim_time end = now + 1'000'000; now < end; now += 1'000) node.poll(now);
+        return std::tuple(std::move(link.sent), node.counters_json(), sent_on_arrival);
+    };
+    for (const std::uint64_t link_rate_bps : {hundred_gig, std::uint64_t(0)}) {
+        SCOPED_TRACE(link_rate_bps ? "100G link" : "link never busy");
+        const std::mt19937 seed = random;
+        const auto [one_by_one, one_by_one_counters, one_by_one_on_arrival] = run(false, link_rate_bps);
+        random = seed;
+        const auto [runs, run_counters, runs_on_arrival] = run(true, link_rate_bps);
+
+        ASSERT_EQ(runs.size(), frames.size());
+        ASSERT_EQ(one_by_one.size(), frames.size());
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            EXPECT_EQ(runs[i].port, one_by_one[i].port) << "frame " << i;
+            EXPECT_EQ(runs[i].at, one_by_one[i].at) << "frame " << i;
+            EXPECT_EQ(runs[i].bytes, one_by_one[i].bytes) << "frame " << i;
+        }
+        EXPECT_EQ(run_counters, one_by_one_counters);
+        EXPECT_EQ(runs_on_arrival, one_by_one_on_arrival);
+        if (link_rate_bps) { // both ways were taken: frames sent as they arrived, and frames queued
+            EXPECT_GT(runs_on_arrival, 50u);
+            EXPECT_LT(runs_on_arrival, frames.size() - 50);
+        } else {
+            EXPECT_EQ(runs_on_arrival, frames.size());
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // ECMP
 
