@@ -42,11 +42,8 @@ std::uint32_t mix_bytes(std::uint32_t h, const std::uint8_t* bytes, std::size_t 
 route_table::route_table(const std::vector<route_spec>& routes) {
     for (const auto& route : routes) {
         const auto group = static_cast<std::int32_t>(_groups.size());
-        _groups.push_back({static_cast<std::uint32_t>(_next_hops.size()), static_cast<std::uint32_t>(route.ports.size())});
-        for (std::size_t i = 0; i < route.ports.size(); ++i) {
-            _next_hops.push_back({route.ports[i], route.next_hop_macs[i]});
-            _ports.push_back(route.ports[i]);
-        }
+        _groups.push_back({static_cast<std::uint32_t>(_ports.size()), static_cast<std::uint32_t>(route.ports.size())});
+        _ports.insert(_ports.end(), route.ports.begin(), route.ports.end());
         if (route.v6)
             insert(_v6, route.prefix.bytes.data(), route.length, group);
         else
@@ -103,10 +100,12 @@ std::uint32_t flow_hash(rte_mbuf* frame, const parsed_frame& parsed, std::uint32
 }
 
 router::router(const switch_spec& spec) : _table(spec.routes), _adaptive(spec), _ecmp_seed(spec.ecmp_seed) {
-    for (const auto& port : spec.ports) {
-        _port_macs.push_back(port.mac);
-        _port_mtus.push_back(port.mtu);
-    }
+    // The table numbers next hops as the routes list them, route by route.
+    for (const auto& route : spec.routes)
+        for (std::size_t i = 0; i < route.ports.size(); ++i) {
+            const port_spec& port = spec.ports[route.ports[i]];
+            _rewrites.push_back({route.next_hop_macs[i], port.mac, route.ports[i], port.mtu});
+        }
     _table.mark_adaptive([this](std::span<const std::uint16_t> ports) { return _adaptive.eligible_group(ports); });
 }
 

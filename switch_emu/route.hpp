@@ -14,12 +14,8 @@
 
 namespace rocefab::switch_emu {
 
-struct next_hop {
-    std::uint16_t port = 0;
-    wire::mac_address mac;
-};
-
-// A route as the data path sees it: a slice of the table's next-hop array.
+// A route as the data path sees it: its next hops, numbered [first, first + count) in the
+// order the routes list them (route_table::ports, router::hop_rewrite).
 struct route_group {
     std::uint32_t first = 0;
     std::uint32_t count = 0;
@@ -40,7 +36,6 @@ public:
     // bytes in network order, as they sit in the header.
     const route_group* lookup_v4(const std::uint8_t* destination) const { return lookup(_v4, destination, 32); }
     const route_group* lookup_v6(const std::uint8_t* destination) const { return lookup(_v6, destination, 128); }
-    const next_hop& member(const route_group& group, std::uint32_t index) const { return _next_hops[group.first + index]; }
     std::span<const std::uint16_t> ports(const route_group& group) const { return {&_ports[group.first], group.count}; }
     // Marks the groups whose ports `is_adaptive(std::span<const std::uint16_t>)` accepts.
     template <typename Predicate>
@@ -76,8 +71,7 @@ private:
     trie _v4;
     trie _v6;
     std::vector<route_group> _groups;
-    std::vector<next_hop> _next_hops;
-    std::vector<std::uint16_t> _ports; // _next_hops[i].port, contiguous for adaptive routing
+    std::vector<std::uint16_t> _ports; // each next hop's port, by next-hop index, the routes' order
 };
 
 enum class route_verdict : std::uint8_t { forward, no_route, ttl_expired, mtu_exceeded };
@@ -109,21 +103,22 @@ public:
         const route_group* group = ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data())
                                         : _table.lookup_v4(reinterpret_cast<const std::uint8_t*>(&ipv4->destination));
         if (!group) return route_verdict::no_route;
-        const next_hop& hop = _table.member(*group, group->count > 1 ? choose_member(frame, parsed, *group) : 0);
+        const hop_rewrite& hop =
+            _rewrites[group->first + (group->count > 1 ? choose_member(frame, parsed, *group) : 0)];
 
         // A router forwards only if the TTL stays positive after its decrement (RFC 1812 5.3.1).
         const std::uint8_t ttl = ipv6 ? ipv6->hop_limit : ipv4->ttl;
         if (ttl <= 1) return route_verdict::ttl_expired;
 
         egress = hop.port;
-        if (parsed.l3_length > _port_mtus[hop.port]) return route_verdict::mtu_exceeded;
+        if (parsed.l3_length > hop.mtu) return route_verdict::mtu_exceeded;
 
         if (ipv6)
             ipv6->hop_limit = static_cast<std::uint8_t>(ttl - 1);
         else
             decrement_ttl(*ipv4);
-        ethernet->destination = hop.mac;
-        ethernet->source = _port_macs[hop.port];
+        ethernet->destination = hop.destination;
+        ethernet->source = hop.source;
         return route_verdict::forward;
     }
 
@@ -148,11 +143,19 @@ private:
         ip.checksum.store(static_cast<std::uint16_t>(~sum));
     }
 
+    // Everything forwarding through one next hop needs, in one place: per frame, route() reads
+    // one of these after the lookup rather than three tables in turn.
+    struct hop_rewrite {
+        wire::mac_address destination; // the next hop's
+        wire::mac_address source;       // the egress port's
+        std::uint16_t port = 0;
+        std::uint32_t mtu = 0;          // the egress port's
+    };
+
     route_table _table;
     adaptive_routing _adaptive;
     std::uint64_t _rerouted = 0;
-    std::vector<wire::mac_address> _port_macs;
-    std::vector<std::uint32_t> _port_mtus;
+    std::vector<hop_rewrite> _rewrites; // by next-hop index: route_group::first + member
     std::uint32_t _ecmp_seed;
 };
 
