@@ -36,6 +36,15 @@ public:
     void sent(std::uint16_t port, std::uint8_t tc, std::uint32_t bytes) {
         if (_weighted & (1u << tc)) _ports[port].deficit[tc] -= bytes;
     }
+    // pick() with only `tc` backlogged, which picks `tc`, then sent(): what a frame of the only
+    // class with frames does to the scheduler (cut-through). Only a DWRR class has state to move.
+    void sent_alone(std::uint16_t port, std::uint8_t tc, std::uint32_t bytes) {
+        const auto only = static_cast<std::uint8_t>(1u << tc);
+        if (!(_weighted & only)) return; // strict, or without a share: pick() keeps no state
+        port_state& s = _ports[port];
+        if (!(only == s.last_weighted && s.current == tc && s.deficit[tc] > 0)) pick_weighted(s, only);
+        s.deficit[tc] -= bytes;
+    }
 
     // Bytes a DWRR class may send per round for each percent of share: 50 % sends 12 800 B a
     // round, more than one 9 KiB jumbo frame, so every round moves every class.

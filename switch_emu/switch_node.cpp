@@ -3,7 +3,6 @@
 #include "switch_emu/classify.hpp"
 #include "dataplane/wire/pfc.hpp"
 
-#include <cassert>
 #include <stdexcept>
 
 namespace rocefab::switch_emu {
@@ -122,10 +121,7 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     for (const in_flight& f : run) {
         if (f.length > longest_allowed || !link_free(egress, now)) break;
         // The scheduler takes its turn, so DWRR's state is what queueing would have left.
-        [[maybe_unused]] const std::optional<std::uint8_t> picked =
-            _scheduler.pick(egress, static_cast<std::uint8_t>(1u << tc));
-        assert(picked == tc);
-        _scheduler.sent(egress, tc, f.length);
+        _scheduler.sent_alone(egress, tc, f.length);
         transmit(egress, f.frame, now);
         ++sent;
         bytes += f.length;
