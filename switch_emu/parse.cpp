@@ -44,7 +44,7 @@ parse_verdict parse_ipv4_any(std::span<std::uint8_t> frame, parsed_frame& out) {
 // parse_ipv4_any() for the header every RoCEv2 packet has, 20 bytes without options, inline:
 // once the total length is known to fit the frame, so do the fixed header and a UDP header
 // within it, and they are read without checking again.
-inline parse_verdict parse_ipv4(std::span<std::uint8_t> frame, parsed_frame& out) {
+[[gnu::always_inline]] inline parse_verdict parse_ipv4(std::span<std::uint8_t> frame, parsed_frame& out) {
     const auto* ip = header_at<wire::ipv4_header>(frame, out.l3_offset);
     if (!ip || ip->version_ihl != 0x45) return parse_ipv4_any(frame, out);
     if (!ip->checksum_ok()) return parse_verdict::malformed;
@@ -82,7 +82,7 @@ parse_verdict parse_ipv6(std::span<std::uint8_t> frame, parsed_frame& out) {
 }
 
 // parse_frame()'s body, inline here so that parse_frames() runs it without a call per frame.
-inline parse_verdict parse_one(rte_mbuf* mbuf, const wire::mac_address& port_mac, parsed_frame& out) {
+[[gnu::always_inline]] inline parse_verdict parse_one(rte_mbuf* mbuf, const wire::mac_address& port_mac, parsed_frame& out) {
     out = parsed_frame{};
     const std::span<std::uint8_t> frame = frame_bytes(mbuf); // found once, for every header
     const auto* ethernet = header_at<wire::ethernet_header>(frame, 0);
