@@ -100,6 +100,8 @@ std::uint32_t flow_hash(rte_mbuf* frame, const parsed_frame& parsed, std::uint32
 }
 
 router::router(const switch_spec& spec) : _table(spec.routes), _adaptive(spec), _ecmp_seed(spec.ecmp_seed) {
+    const std::uint8_t unspecified[4] = {};
+    _last_v4 = {0, _table.lookup_v4(unspecified)};
     // The table numbers next hops as the routes list them, route by route.
     for (const auto& route : spec.routes)
         for (std::size_t i = 0; i < route.ports.size(); ++i) {

@@ -100,8 +100,8 @@ public:
         auto* ipv4 = parsed.v6 ? nullptr : rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, parsed.l3_offset);
         auto* ipv6 = parsed.v6 ? rte_pktmbuf_mtod_offset(frame, wire::ipv6_header*, parsed.l3_offset) : nullptr;
 
-        const route_group* group = ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data())
-                                        : _table.lookup_v4(reinterpret_cast<const std::uint8_t*>(&ipv4->destination));
+        const route_group* group =
+            ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data()) : lookup_v4(ipv4->destination);
         if (!group) return route_verdict::no_route;
         const hop_rewrite& hop =
             _rewrites[group->first + (group->count > 1 ? choose_member(frame, parsed, *group) : 0)];
@@ -130,6 +130,14 @@ private:
     // The member of an ECMP group (more than one) the frame takes: by its flow hash, or for RoCE
     // on an adaptive-routing group, by adaptive().
     std::uint32_t choose_member(rte_mbuf* frame, const parsed_frame& parsed, const route_group& group);
+    // The table's lookup, remembering the last IPv4 destination and its route: the frames that
+    // arrive together are mostly one flow's (a RoCE message is a train of MTU-sized packets),
+    // and the table does not change after construction.
+    const route_group* lookup_v4(const wire::be32& destination) {
+        if (destination.raw() != _last_v4.destination)
+            _last_v4 = {destination.raw(), _table.lookup_v4(reinterpret_cast<const std::uint8_t*>(&destination))};
+        return _last_v4.group;
+    }
     // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), for the 16-bit word holding TTL and protocol.
     static void decrement_ttl(wire::ipv4_header& ip) {
         const std::uint16_t old_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
@@ -156,6 +164,10 @@ private:
     adaptive_routing _adaptive;
     std::uint64_t _rerouted = 0;
     std::vector<hop_rewrite> _rewrites; // by next-hop index: route_group::first + member
+    struct {
+        std::uint32_t destination; // as in the header
+        const route_group* group;
+    } _last_v4;
     std::uint32_t _ecmp_seed;
 };
 
