@@ -9,15 +9,19 @@
 
 namespace rocefab::switch_emu {
 
+struct classification {
+    std::uint8_t priority;      // for packet_meta::priority
+    std::uint8_t traffic_class; // for packet_meta::traffic_class
+};
+
 // `qos` must have passed validate(): every map entry is below traffic_class_count.
-inline void classify_frame(const qos_spec& qos, const parsed_frame& parsed, packet_meta& meta) {
+inline classification classify_frame(const qos_spec& qos, const parsed_frame& parsed) {
     std::uint8_t priority;
     if (qos.trust == trust_mode::pcp)
         priority = parsed.vlan_tagged ? parsed.pcp : qos.default_priority;
     else
         priority = qos.dscp_to_priority[parsed.dscp & 0x3f];
-    meta.priority = priority;
-    meta.traffic_class = qos.priority_to_tc[priority & 7];
+    return {priority, qos.priority_to_tc[priority & 7]};
 }
 
 } // namespace rocefab::switch_emu

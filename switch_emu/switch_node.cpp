@@ -40,6 +40,8 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
     }
     _latest = std::max(_latest, now);
     port_counters& ingress = _counters[port];
+    std::array<ingress_counters, traffic_class_count>& by_priority = _ingress_counters[port];
+    const qos_spec& qos = _spec.qos;
     std::array<parsed_frame, vector_size> parsed;
     std::array<parse_verdict, vector_size> verdicts;
     std::array<in_flight, vector_size> vector;
@@ -54,25 +56,29 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
             rte_mbuf* frame = batch[i];
             const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
             bytes += length;
-            meta(frame).ingress_port = port;
-            switch (verdicts[i]) {
-            case parse_verdict::ip: break;
-            case parse_verdict::mac_control:
-                // Acted on after the frames that came before it.
-                forward_vector(port, {vector.data(), kept}, now);
-                kept = 0;
-                on_mac_control(port, frame, now);
-                continue;
-            case parse_verdict::not_for_us: drop(frame, port, port_counter::rx_drops_not_for_us); continue;
-            case parse_verdict::malformed: drop(frame, port, port_counter::rx_drops_malformed); continue;
-            case parse_verdict::non_ip: drop(frame, port, port_counter::rx_drops_non_ip); continue;
-            }
             packet_meta& m = meta(frame);
-            classify_frame(_spec.qos, parsed[i], m);
-            ingress_counters& by_priority = _ingress_counters[port][m.priority];
-            ++by_priority.rx_packets;
-            by_priority.rx_bytes += length;
-            vector[kept++] = {frame, &parsed[i], length, 0, m.priority, m.traffic_class};
+            m.ingress_port = port;
+            if (verdicts[i] != parse_verdict::ip) [[unlikely]] {
+                switch (verdicts[i]) {
+                case parse_verdict::ip: break;
+                case parse_verdict::mac_control:
+                    // Acted on after the frames that came before it.
+                    forward_vector(port, {vector.data(), kept}, now);
+                    kept = 0;
+                    on_mac_control(port, frame, now);
+                    break;
+                case parse_verdict::not_for_us: drop(frame, port, port_counter::rx_drops_not_for_us); break;
+                case parse_verdict::malformed: drop(frame, port, port_counter::rx_drops_malformed); break;
+                case parse_verdict::non_ip: drop(frame, port, port_counter::rx_drops_non_ip); break;
+                }
+                continue;
+            }
+            const classification c = classify_frame(qos, parsed[i]);
+            m.priority = c.priority;
+            m.traffic_class = c.traffic_class;
+            ++by_priority[c.priority].rx_packets;
+            by_priority[c.priority].rx_bytes += length;
+            vector[kept++] = {frame, &parsed[i], length, 0, c.priority, c.traffic_class};
         }
         ingress.bump(port_counter::rx_packets, batch.size());
         ingress.bump(port_counter::rx_bytes, bytes);
