@@ -108,10 +108,11 @@ public:
         for (std::uint16_t p = 0; p < port_count; ++p) _ports[p].ethdev_port = ethdev_ports[p];
     }
 
-    void transmit(std::uint16_t port, rte_mbuf* frame, sim_time) override {
+    sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time) override {
         tx_port& out = _ports[port];
         out.burst[out.count++] = frame;
         if (out.count == burst_size) flush(out);
+        return 0;
     }
     // Never busy: the bench measures the pipeline's cost per frame, and the ethdev paces the rest.
     sim_time busy_until(std::uint16_t) const override { return 0; }

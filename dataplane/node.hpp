@@ -17,8 +17,9 @@ class frame_sink {
 public:
     virtual ~frame_sink() = default;
     // Takes ownership of `frame`. A frame the link cannot carry (down, over MTU, queue full)
-    // is freed and counted by the link.
-    virtual void transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) = 0;
+    // is freed and counted by the link. Returns busy_until(port) after taking it, for a sender
+    // of several frames in a row (the switch's cut-through) that would otherwise ask each time.
+    virtual sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) = 0;
     // When the link on `port` finishes serialising what it already holds; <= now when idle.
     virtual sim_time busy_until(std::uint16_t port) const = 0;
 };
@@ -55,7 +56,8 @@ public:
     }
 
 protected:
-    void transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) { _output->transmit(port, frame, now); }
+    // Returns when the link is busy until, as frame_sink::transmit() does.
+    sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) { return _output->transmit(port, frame, now); }
     sim_time busy_until(std::uint16_t port) const { return _output->busy_until(port); }
     // nullptr when the pool is exhausted; callers count that and carry on.
     rte_mbuf* allocate_frame() { return rte_pktmbuf_alloc(_pool); }

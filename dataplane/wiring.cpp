@@ -5,14 +5,15 @@
 
 namespace rocefab {
 
-void wiring::node_sink::transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) {
+sim_time wiring::node_sink::transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) {
     link* l = port < out.size() ? out[port] : nullptr;
     if (!l) {
         drops_unconnected.store(drops_unconnected.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         rte_pktmbuf_free(frame);
-        return;
+        return 0; // as busy_until() says of an unconnected port
     }
     l->transmit(frame, now);
+    return l->busy_until();
 }
 
 sim_time wiring::node_sink::busy_until(std::uint16_t port) const {

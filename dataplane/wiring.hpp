@@ -56,7 +56,7 @@ private:
     class node_sink final : public frame_sink {
     public:
         explicit node_sink(std::uint16_t ports) : out(ports, nullptr), in(ports, nullptr) {}
-        void transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) override;
+        sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) override;
         sim_time busy_until(std::uint16_t port) const override;
 
         std::vector<link*> out;

@@ -120,15 +120,16 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     if (!_congestion.passes(tc, 0) || _pfc.pausing(ingress, priority)) return 0;
     const std::uint64_t longest_allowed =
         std::min<std::uint64_t>(_buffer.egress_limit(priority, 0), _buffer.pass_through_limit(ingress, priority));
-    // Per frame: its length, and whether the link takes it now.
+    // Per frame: its length, and whether the link takes it now (link_free()).
+    sim_time busy = busy_until(egress);
     std::size_t sent = 0;
     std::uint64_t bytes = 0;
     std::uint32_t longest = 0;
     for (const in_flight& f : run) {
-        if (f.length > longest_allowed || !link_free(egress, now)) break;
+        if (f.length > longest_allowed || busy > now + _spec.transmit_fifo) break;
         // The scheduler takes its turn, so DWRR's state is what queueing would have left.
         _scheduler.sent_alone(egress, tc, f.length);
-        transmit(egress, f.frame, now);
+        busy = transmit(egress, f.frame, now);
         ++sent;
         bytes += f.length;
         longest = std::max(longest, f.length);

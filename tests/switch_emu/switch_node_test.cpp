@@ -156,11 +156,12 @@ class recording_sink final : public frame_sink {
 public:
     explicit recording_sink(std::size_t ports, std::uint64_t rate_bps = 0) : _busy(ports, 0), _rate_bps(rate_bps) {}
 
-    void transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) override {
+    sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) override {
         const auto bytes = frame_bytes(frame);
         sent.push_back({port, {bytes.begin(), bytes.end()}, now, meta(frame).priority, meta(frame).traffic_class});
         if (_rate_bps) _busy[port] = std::max(now, _busy[port]) + serialization_time(bytes.size(), _rate_bps);
         rte_pktmbuf_free(frame);
+        return _busy[port];
     }
     sim_time busy_until(std::uint16_t port) const override { return _busy[port]; }
     void set_busy_until(std::uint16_t port, sim_time t) { _busy[port] = t; }
