@@ -121,28 +121,29 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     const std::uint64_t longest_allowed =
         std::min<std::uint64_t>(_buffer.egress_limit(priority, 0), _buffer.pass_through_limit(ingress, priority));
     // Per frame: its length, and whether the link takes it now (link_free()).
+    const sim_time takes_until = now + _spec.transmit_fifo;
     sim_time busy = busy_until(egress);
     std::size_t sent = 0;
     std::uint64_t bytes = 0;
-    std::uint32_t longest = 0;
+    std::uint64_t longest = 0;
     for (const in_flight& f : run) {
-        if (f.length > longest_allowed || busy > now + _spec.transmit_fifo) break;
+        if (f.length > longest_allowed || busy > takes_until) break;
         // The scheduler takes its turn, so DWRR's state is what queueing would have left.
         _scheduler.sent_alone(egress, tc, f.length);
         busy = transmit(egress, f.frame, now);
         ++sent;
         bytes += f.length;
-        longest = std::max(longest, f.length);
+        longest = std::max<std::uint64_t>(longest, f.length);
     }
     if (sent == 0) return 0;
     port_counters& out = _counters[egress];
-    _buffer.passed_through(ingress, priority, longest, out);
+    _buffer.passed_through(ingress, priority, static_cast<std::uint32_t>(longest), out);
     out.bump(port_counter::tx_packets, sent);
     out.bump(port_counter::tx_bytes, bytes);
     queue_counters& queue = _queue_counters[egress][tc];
     queue.tx_packets += sent;
     queue.tx_bytes += bytes;
-    queue.peak_bytes = std::max<std::uint64_t>(queue.peak_bytes, longest);
+    queue.peak_bytes = std::max(queue.peak_bytes, longest);
     return sent;
 }
 
