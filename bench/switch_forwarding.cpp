@@ -13,6 +13,10 @@
 // The rate counts only frames the ethdev accepted for transmission, and the run fails, printing
 // no rate, unless the switch's counters and the ethdev's show every received frame forwarded.
 //
+// All frames from one port go to one destination unless --flows N spreads them over N, each frame
+// to the next: the switch's route lookup then meets a new destination every frame, where with
+// one it can reuse the last lookup (the route cache in switch_emu/route.hpp), RoCE's usual case.
+//
 // With --recycle the ethdevs are left out: the same 2 x 32 mbufs go round, a header written
 // into each, through the switch and back, so what is measured is the pipeline alone. That is
 // the mode bench/switch_instructions runs under callgrind, to count instructions per frame.
@@ -41,6 +45,7 @@
 #include <sched.h>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -52,8 +57,8 @@ constexpr std::uint16_t burst_size = 32; // testpmd's default burst
 
 wire::mac_address switch_port_mac(std::uint16_t port) { return {{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(port)}}; }
 wire::mac_address host_mac(std::uint16_t port) { return {{0x02, 0, 0, 0, 0xbb, static_cast<std::uint8_t>(port)}}; }
-// Host behind switch port p: 10.0.p.2, in the /24 routed out of port p.
-std::uint32_t host_ip(std::uint16_t port) { return 0x0a000002u | std::uint32_t(port) << 8; }
+// Host `h` (0 to 253) behind switch port p: 10.0.p.(h + 2), in the /24 routed out of port p.
+std::uint32_t host_ip(std::uint16_t port, std::uint32_t h = 0) { return (0x0a000002u + h) | std::uint32_t(port) << 8; }
 
 switch_spec two_port_switch() {
     switch_spec spec;
@@ -74,10 +79,10 @@ struct roce_headers {
 } __attribute__((packed));
 static_assert(sizeof(roce_headers) == 54);
 
-// What the host behind `ingress` sends to the host behind the other port: a RoCEv2 SEND ONLY of
+// What the host behind `ingress` sends to host `to` behind the other port: a RoCEv2 SEND ONLY of
 // `frame_size` bytes (FCS excluded, as DPDK counts), DSCP 26 ECT(0) so that it takes the
 // lossless, ECN-enabled traffic class 3.
-roce_headers roce_frame_start(std::uint16_t ingress, std::uint16_t frame_size) {
+roce_headers roce_frame_start(std::uint16_t ingress, std::uint16_t frame_size, std::uint32_t to) {
     const std::uint16_t egress = static_cast<std::uint16_t>(1 - ingress);
     const std::uint16_t l3_length = static_cast<std::uint16_t>(frame_size - sizeof(wire::ethernet_header));
     roce_headers h{};
@@ -89,7 +94,7 @@ roce_headers roce_frame_start(std::uint16_t ingress, std::uint16_t frame_size) {
     h.ip.ttl = 64;
     h.ip.protocol = wire::ip_protocol::udp;
     h.ip.source.store(host_ip(ingress));
-    h.ip.destination.store(host_ip(egress));
+    h.ip.destination.store(host_ip(egress, to));
     h.ip.update_checksum();
     h.udp = {wire::be16(49152), wire::be16(wire::roce_v2_udp_port),
              wire::be16(static_cast<std::uint16_t>(l3_length - sizeof(wire::ipv4_header))), wire::be16(0)};
@@ -215,7 +220,11 @@ int main(int argc, char** argv) {
     unsigned duration_s = 5;
     int cpu = 1;
     bool recycle = false;
+    unsigned flows = 1;
     app.add_option("--size", frame_size, "frame size in bytes, FCS excluded")->check(CLI::Range(60u, 9014u));
+    app.add_option("--flows", flows,
+                   "destinations behind each port the frames go to in turn, each frame to the next one")
+        ->check(CLI::Range(1u, 254u));
     app.add_option("--seconds", duration_s, "how long to forward")->check(CLI::Range(1u, 600u));
     app.add_option("--cpu", cpu, "the CPU to forward on (testpmd -l 0-1 forwards on CPU 1)")->check(CLI::Range(0, CPU_SETSIZE - 1));
     app.add_flag("--recycle", recycle, "leave the ethdevs out: the same mbufs go round through the switch alone");
@@ -246,8 +255,11 @@ int main(int argc, char** argv) {
     switch_node sw(two_port_switch());
     ethdev_sink sink(ethdev_ports, recycle);
     sw.attach(&sink, pool);
-    const std::array<roce_headers, port_count> headers = {roce_frame_start(0, static_cast<std::uint16_t>(frame_size)),
-                                                          roce_frame_start(1, static_cast<std::uint16_t>(frame_size))};
+    std::array<std::vector<roce_headers>, port_count> headers;
+    for (std::uint16_t in = 0; in < port_count; ++in)
+        for (std::uint32_t to = 0; to < flows; ++to)
+            headers[in].push_back(roce_frame_start(in, static_cast<std::uint16_t>(frame_size), to));
+    std::uint32_t next_flow = 0;
 
     std::array<std::uint64_t, port_count> received{};
     std::array<std::array<rte_mbuf*, burst_size>, port_count> bursts{};
@@ -263,7 +275,8 @@ int main(int argc, char** argv) {
                 recycle ? burst_size : rte_eth_rx_burst(ethdev_ports[in], 0, burst.data(), burst_size);
             for (std::uint16_t i = 0; i < n; ++i) {
                 rte_mbuf* m = burst[i];
-                std::memcpy(rte_pktmbuf_mtod(m, void*), &headers[in], sizeof(roce_headers));
+                std::memcpy(rte_pktmbuf_mtod(m, void*), &headers[in][next_flow], sizeof(roce_headers));
+                if (++next_flow == flows) next_flow = 0;
                 m->data_len = static_cast<std::uint16_t>(frame_size);
                 m->pkt_len = frame_size;
             }
@@ -280,10 +293,11 @@ int main(int argc, char** argv) {
 
     if (const std::string why = check_forwarded(sw, sink, received, ethdev_ports); !why.empty()) return fail(why);
     const double forwarded_01 = double(sink.accepted(1)), forwarded_10 = double(sink.accepted(0));
-    std::printf("%u B%s: %.2f Mpps forwarded (port 0 -> 1: %.2f, port 1 -> 0: %.2f) on CPU %d, %.0f frames in %.2f s, "
-                "%llu ECN-marked, none dropped\n",
+    std::printf("%u B%s: %.2f Mpps forwarded (port 0 -> 1: %.2f, port 1 -> 0: %.2f) on CPU %d, %u destination%s a port, "
+                "%.0f frames in %.2f s, %llu ECN-marked, none dropped\n",
                 frame_size, recycle ? " (recycled, no ethdev)" : "", (forwarded_01 + forwarded_10) / elapsed_s / 1e6,
-                forwarded_01 / elapsed_s / 1e6, forwarded_10 / elapsed_s / 1e6, cpu, forwarded_01 + forwarded_10, elapsed_s,
+                forwarded_01 / elapsed_s / 1e6, forwarded_10 / elapsed_s / 1e6, cpu, flows, flows == 1 ? "" : "s",
+                forwarded_01 + forwarded_10, elapsed_s,
                 static_cast<unsigned long long>(sw.counter(0, port_counter::ecn_marked) +
                                                 sw.counter(1, port_counter::ecn_marked)));
 

@@ -59,6 +59,7 @@ private:
     const route_group* lookup(const trie& t, const std::uint8_t* key, unsigned max_bits) const {
         std::int32_t best = t.default_group;
         std::size_t node = 0;
+#pragma GCC unroll 4 // all of IPv4's levels: no loop counter between the dependent loads
         for (unsigned level = 0; level < max_bits / 8; ++level) {
             const trie_entry& e = t.entries[node * 256 + key[level]];
             if (e.group >= 0) best = e.group; // deeper entries hold longer prefixes
