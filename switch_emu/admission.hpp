@@ -78,7 +78,8 @@ public:
         const std::uint64_t limit = threshold();
         const std::uint64_t shared = std::min(limit - std::min<std::uint64_t>(limit, g.shared),
                                               _shared_size - std::min(_shared_size, _shared_used));
-        return static_cast<std::uint32_t>(std::min<std::uint64_t>(std::max(reserved, shared), std::numeric_limits<std::uint32_t>::max()));
+        constexpr std::uint64_t most = std::numeric_limits<std::uint32_t>::max();
+        return static_cast<std::uint32_t>(std::min(std::max(reserved, shared), most));
     }
     // What stays of admitting and releasing frames within that limit, `longest` the longest of
     // them: the watermarks they raised.

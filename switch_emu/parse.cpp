@@ -55,8 +55,10 @@ parse_verdict parse_ipv4_any(std::span<std::uint8_t> frame, parsed_frame& out) {
     out.dscp = ip->dscp();
     out.ecn = ip->ecn();
     out.protocol = ip->protocol;
-    if (ip->protocol == wire::ip_protocol::udp && total_length >= sizeof(wire::ipv4_header) + sizeof(wire::udp_header) &&
-        (ip->flags_fragment.load() & ipv4_more_fragments_and_offset) == 0) {
+    const bool udp_ports = ip->protocol == wire::ip_protocol::udp &&
+                           total_length >= sizeof(wire::ipv4_header) + sizeof(wire::udp_header) &&
+                           (ip->flags_fragment.load() & ipv4_more_fragments_and_offset) == 0;
+    if (udp_ports) {
         const auto* udp = reinterpret_cast<const wire::udp_header*>(ip + 1);
         out.source_port = udp->source_port.load();
         out.destination_port = udp->destination_port.load();
@@ -82,7 +84,8 @@ parse_verdict parse_ipv6(std::span<std::uint8_t> frame, parsed_frame& out) {
 }
 
 // parse_frame()'s body, inline here so that parse_frames() runs it without a call per frame.
-[[gnu::always_inline]] inline parse_verdict parse_one(rte_mbuf* mbuf, const wire::mac_address& port_mac, parsed_frame& out) {
+[[gnu::always_inline]] inline parse_verdict parse_one(rte_mbuf* mbuf, const wire::mac_address& port_mac,
+                                                     parsed_frame& out) {
     out = parsed_frame{};
     const std::span<std::uint8_t> frame = frame_bytes(mbuf); // found once, for every header
     const auto* ethernet = header_at<wire::ethernet_header>(frame, 0);

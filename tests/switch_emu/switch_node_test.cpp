@@ -152,6 +152,16 @@ struct sent_frame {
     std::uint8_t traffic_class;
 };
 
+// What two runs of the same frames sent, frame by frame: the same ports, times and bytes.
+void expect_same_frames(const std::vector<sent_frame>& got, const std::vector<sent_frame>& expected) {
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].port, expected[i].port) << "frame " << i;
+        EXPECT_EQ(got[i].at, expected[i].at) << "frame " << i;
+        EXPECT_EQ(got[i].bytes, expected[i].bytes) << "frame " << i;
+    }
+}
+
 class recording_sink final : public frame_sink {
 public:
     explicit recording_sink(std::size_t ports, std::uint64_t rate_bps = 0) : _busy(ports, 0), _rate_bps(rate_bps) {}
@@ -555,12 +565,7 @@ TEST_F(switch_pipeline, a_burst_is_forwarded_and_counted_as_its_frames_one_at_a_
     random = seed; // the same burst lengths, taken whole this time
     const auto [bursts, burst_counters] = run(true);
 
-    ASSERT_EQ(bursts.size(), one_by_one.size());
-    for (std::size_t i = 0; i < bursts.size(); ++i) {
-        EXPECT_EQ(bursts[i].port, one_by_one[i].port) << "frame " << i;
-        EXPECT_EQ(bursts[i].at, one_by_one[i].at) << "frame " << i;
-        EXPECT_EQ(bursts[i].bytes, one_by_one[i].bytes) << "frame " << i;
-    }
+    expect_same_frames(bursts, one_by_one);
     EXPECT_EQ(burst_counters, one_by_one_counters);
     // The mix did what it is for: frames were dropped for every reason, paused and marked.
     const auto& port1 = burst_counters["ports"][1];
@@ -618,13 +623,8 @@ TEST_F(switch_pipeline, frames_cut_through_in_runs_leave_what_they_leave_one_at_
         random = seed;
         const auto [runs, run_counters, runs_on_arrival] = run(true, link_rate_bps);
 
-        ASSERT_EQ(runs.size(), frames.size());
         ASSERT_EQ(one_by_one.size(), frames.size());
-        for (std::size_t i = 0; i < runs.size(); ++i) {
-            EXPECT_EQ(runs[i].port, one_by_one[i].port) << "frame " << i;
-            EXPECT_EQ(runs[i].at, one_by_one[i].at) << "frame " << i;
-            EXPECT_EQ(runs[i].bytes, one_by_one[i].bytes) << "frame " << i;
-        }
+        expect_same_frames(runs, one_by_one);
         EXPECT_EQ(run_counters, one_by_one_counters);
         EXPECT_EQ(runs_on_arrival, one_by_one_on_arrival);
         if (link_rate_bps) { // both ways were taken: frames sent as they arrived, and frames queued
