@@ -116,12 +116,12 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     // at once. No watchdog drop, no ECN/WRED decision at an empty queue, and a priority group
     // neither pausing its neighbour (an XON may be due when the frame leaves) nor about to.
     if (_queues.backlog(egress) != 0 || !(sendable_classes(egress, now) & (1u << tc))) return 0;
-    if ((_watchdog.stormed(egress) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop) return 0;
+    if (watchdog_drops(egress, tc)) return 0;
     if (!_congestion.passes(tc, 0) || _pfc.pausing(ingress, priority)) return 0;
     const std::uint64_t longest_allowed =
         std::min<std::uint64_t>(_buffer.egress_limit(priority, 0), _buffer.pass_through_limit(ingress, priority));
     // Per frame: its length, and whether the link takes it now (link_free()).
-    const sim_time takes_until = now + _spec.transmit_fifo;
+    const sim_time takes_until = link_takes_until(now);
     sim_time busy = busy_until(egress);
     std::size_t sent = 0;
     std::uint64_t bytes = 0;
@@ -136,14 +136,10 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
         longest = std::max<std::uint64_t>(longest, f.length);
     }
     if (sent == 0) return 0;
-    port_counters& out = _counters[egress];
-    _buffer.passed_through(ingress, priority, static_cast<std::uint32_t>(longest), out);
-    out.bump(port_counter::tx_packets, sent);
-    out.bump(port_counter::tx_bytes, bytes);
-    queue_counters& queue = _queue_counters[egress][tc];
-    queue.tx_packets += sent;
-    queue.tx_bytes += bytes;
-    queue.peak_bytes = std::max(queue.peak_bytes, longest);
+    _buffer.passed_through(ingress, priority, static_cast<std::uint32_t>(longest), _counters[egress]);
+    count_sent(egress, tc, sent, bytes);
+    std::uint64_t& queue_peak = _queue_counters[egress][tc].peak_bytes;
+    queue_peak = std::max(queue_peak, longest);
     return sent;
 }
 
@@ -213,7 +209,7 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
         ++(queue.*queue_reason);
         drop(frame, egress, port_reason);
     };
-    if ((_watchdog.stormed(egress) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop)
+    if (watchdog_drops(egress, tc))
         return queue_drop(&queue_counters::watchdog_drops, port_counter::watchdog_drops);
     const std::uint64_t depth = _queues.depth_bytes(egress, tc); // what the frame joins
     switch (_congestion.decide(tc, depth, parsed.ecn)) {

@@ -125,8 +125,22 @@ private:
         if (_watchdog.action() == pfc_watchdog_action::forward) paused &= static_cast<std::uint8_t>(~_watchdog.stormed(port));
         return static_cast<std::uint8_t>(~paused);
     }
-    // Whether the link of `port` takes another frame at `now` (switch_spec::transmit_fifo).
-    bool link_free(std::uint16_t port, sim_time now) const { return busy_until(port) <= now + _spec.transmit_fifo; }
+    // A link busy until no later than this takes another frame at `now` (switch_spec::transmit_fifo).
+    sim_time link_takes_until(sim_time now) const { return now + _spec.transmit_fifo; }
+    // Whether the link of `port` takes another frame at `now`.
+    bool link_free(std::uint16_t port, sim_time now) const { return busy_until(port) <= link_takes_until(now); }
+    // Whether the watchdog drops what joins class `tc` of `port`: it is stormed, action drop.
+    bool watchdog_drops(std::uint16_t port, std::uint8_t tc) const {
+        return (_watchdog.stormed(port) & (1u << tc)) && _watchdog.action() == pfc_watchdog_action::drop;
+    }
+    // `frames` frames of `bytes` in all, of class `tc`, left `port`: its and the queue's tx counters.
+    void count_sent(std::uint16_t port, std::uint8_t tc, std::uint64_t frames, std::uint64_t bytes) {
+        _counters[port].bump(port_counter::tx_packets, frames);
+        _counters[port].bump(port_counter::tx_bytes, bytes);
+        queue_counters& queue = _queue_counters[port][tc];
+        queue.tx_packets += frames;
+        queue.tx_bytes += bytes;
+    }
     void drop(rte_mbuf* frame, std::uint16_t port, port_counter reason);
     // A frame leaves the buffer (sent or discarded): its group's bytes are returned, and its
     // ingress neighbour resumed if the group has drained.

@@ -37,12 +37,7 @@ void switch_node::send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* fram
     const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
     release_frame(frame, port, now);
     _scheduler.sent(port, tc, length);
-    port_counters& out = _counters[port];
-    out.bump(port_counter::tx_packets);
-    out.bump(port_counter::tx_bytes, length);
-    queue_counters& queue = _queue_counters[port][tc];
-    ++queue.tx_packets;
-    queue.tx_bytes += length;
+    count_sent(port, tc, 1, length);
     transmit(port, frame, now);
 }
 
