@@ -27,9 +27,7 @@ public:
         if (const std::uint8_t strict = backlog & _strict) return highest(strict);
         const std::uint8_t weighted = backlog & _weighted;
         if (weighted == 0) return highest(backlog); // only classes without a share have frames
-        const port_state& s = _ports[port];
-        if (weighted == s.last_weighted && (weighted & (1u << s.current)) && s.deficit[s.current] > 0)
-            return s.current;
+        if (keeps_turn(_ports[port], weighted)) return _ports[port].current;
         return pick_weighted(_ports[port], weighted);
     }
     // `bytes` of class `tc` left `port`: a DWRR class's deficit pays for them.
@@ -42,7 +40,7 @@ public:
         const auto only = static_cast<std::uint8_t>(1u << tc);
         if (!(_weighted & only)) return; // strict, or without a share: pick() keeps no state
         port_state& s = _ports[port];
-        if (!(only == s.last_weighted && s.current == tc && s.deficit[tc] > 0)) pick_weighted(s, only);
+        if (!keeps_turn(s, only)) pick_weighted(s, only);
         s.deficit[tc] -= bytes;
     }
 
@@ -57,6 +55,11 @@ private:
         std::uint8_t last_weighted = 0; // the backlogged DWRR classes at the last pick
     };
     static std::uint8_t highest(std::uint8_t classes) { return static_cast<std::uint8_t>(7 - std::countl_zero(classes)); }
+    // Whether DWRR among `weighted` stays with the class whose turn it is, changing nothing:
+    // the same classes are backlogged as at the last pick, and its deficit lasts.
+    static bool keeps_turn(const port_state& s, std::uint8_t weighted) {
+        return weighted == s.last_weighted && (weighted & (1u << s.current)) && s.deficit[s.current] > 0;
+    }
     // DWRR among `weighted`, the backlogged classes with a share.
     std::uint8_t pick_weighted(port_state& s, std::uint8_t weighted);
     std::uint8_t _strict = 0;   // bit t: TC t is strict
