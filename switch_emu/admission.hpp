@@ -59,11 +59,9 @@ public:
         } else {
             return verdict::tail_drop;
         }
-        _peak = std::max(_peak, in_use());
-        g.peak = std::max(g.peak, g.reserved + g.shared + g.headroom);
         const std::uint64_t held = egress[port_counter::buffer_bytes] + bytes;
         egress.set(port_counter::buffer_bytes, held);
-        egress.set(port_counter::buffer_peak_bytes, std::max(egress[port_counter::buffer_peak_bytes], held));
+        raise_watermarks(g, 0, held, egress);
         return verdict::admitted;
     }
     // Cut-through: a frame sent the moment it is admitted changes the buffer only to change it
@@ -84,11 +82,7 @@ public:
     // What stays of admitting and releasing frames within that limit, `longest` the longest of
     // them: the watermarks they raised.
     void passed_through(std::uint16_t ingress, std::uint8_t priority, std::uint32_t longest, port_counters& egress) {
-        priority_group& g = group(ingress, priority);
-        _peak = std::max(_peak, in_use() + longest);
-        g.peak = std::max(g.peak, g.reserved + g.shared + g.headroom + longest);
-        const std::uint64_t held = egress[port_counter::buffer_bytes] + longest;
-        if (held > egress[port_counter::buffer_peak_bytes]) egress.set(port_counter::buffer_peak_bytes, held);
+        raise_watermarks(group(ingress, priority), longest, egress[port_counter::buffer_bytes] + longest, egress);
     }
     // The longest frame of `priority` egress_allows() into a queue `queue_bytes` deep.
     std::uint64_t egress_limit(std::uint8_t priority, std::uint64_t queue_bytes) const {
@@ -156,6 +150,13 @@ private:
     };
     priority_group& group(std::uint16_t port, std::uint8_t priority) { return _groups[port * 8u + priority]; }
     const priority_group& group(std::uint16_t port, std::uint8_t priority) const { return _groups[port * 8u + priority]; }
+    // The watermarks (buffer, `g`, egress port) with `extra` bytes held beyond what the pools
+    // count and `held` bytes on the egress port.
+    void raise_watermarks(priority_group& g, std::uint32_t extra, std::uint64_t held, port_counters& egress) {
+        _peak = std::max(_peak, in_use() + extra);
+        g.peak = std::max(g.peak, g.reserved + g.shared + g.headroom + extra);
+        if (held > egress[port_counter::buffer_peak_bytes]) egress.set(port_counter::buffer_peak_bytes, held);
+    }
     // The most shared bytes a PG may hold now.
     std::uint64_t threshold() const {
         const std::size_t free = _shared_size - std::min(_shared_size, _shared_used);
