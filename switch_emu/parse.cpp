@@ -18,6 +18,32 @@ void read_udp_ports(std::span<std::uint8_t> frame, std::size_t offset, std::uint
     out.destination_port = udp->destination_port.load();
 }
 
+// An IPv4 packet whose header, `header_length` bytes at out.l3_offset, lies within the frame.
+// Once its total length is known to fit the frame too, so does a UDP header within it, read
+// without checking again.
+[[gnu::always_inline]] inline parse_verdict take_ipv4(std::span<std::uint8_t> frame, const wire::ipv4_header& ip,
+                                                     std::size_t header_length, parsed_frame& out) {
+    if (!ip.checksum_ok()) return parse_verdict::malformed;
+    const std::uint32_t total_length = ip.total_length.load();
+    // Ethernet pads short frames to 60 bytes, so the frame may be longer than the packet, never shorter.
+    if (total_length < header_length || out.l3_offset + total_length > frame.size()) return parse_verdict::malformed;
+    out.l3_length = total_length;
+    out.dscp = ip.dscp();
+    out.ecn = ip.ecn();
+    out.protocol = ip.protocol;
+    // Ports as read_udp_ports() reads them; a fragment hashes as port 0 (the later ones have no
+    // UDP header, and all of a datagram's fragments must take one path).
+    const bool udp_ports = ip.protocol == wire::ip_protocol::udp &&
+                           total_length >= header_length + sizeof(wire::udp_header) &&
+                           (ip.flags_fragment.load() & ipv4_more_fragments_and_offset) == 0;
+    if (udp_ports) {
+        const auto* udp = reinterpret_cast<const wire::udp_header*>(frame.data() + out.l3_offset + header_length);
+        out.source_port = udp->source_port.load();
+        out.destination_port = udp->destination_port.load();
+    }
+    return parse_verdict::ip;
+}
+
 // An IPv4 header of any length (IHL 5 to 15).
 parse_verdict parse_ipv4_any(std::span<std::uint8_t> frame, parsed_frame& out) {
     const auto* ip = header_at<wire::ipv4_header>(frame, out.l3_offset);
@@ -26,44 +52,14 @@ parse_verdict parse_ipv4_any(std::span<std::uint8_t> frame, parsed_frame& out) {
     // IHL < 5 is not a header; IHL past the frame end would make the checksum read past it.
     if (header_length < sizeof(wire::ipv4_header)) return parse_verdict::malformed;
     if (out.l3_offset + header_length > frame.size()) return parse_verdict::malformed;
-    if (!ip->checksum_ok()) return parse_verdict::malformed;
-    const std::uint32_t total_length = ip->total_length.load();
-    // Ethernet pads short frames to 60 bytes, so the frame may be longer than the packet, never shorter.
-    if (total_length < header_length || out.l3_offset + total_length > frame.size()) return parse_verdict::malformed;
-
-    out.v6 = false;
-    out.l3_length = total_length;
-    out.dscp = ip->dscp();
-    out.ecn = ip->ecn();
-    out.protocol = ip->protocol;
-    if ((ip->flags_fragment.load() & ipv4_more_fragments_and_offset) == 0)
-        read_udp_ports(frame, out.l3_offset + header_length, total_length - header_length, out);
-    return parse_verdict::ip;
+    return take_ipv4(frame, *ip, header_length, out);
 }
 
-// parse_ipv4_any() for the header every RoCEv2 packet has, 20 bytes without options, inline:
-// once the total length is known to fit the frame, so do the fixed header and a UDP header
-// within it, and they are read without checking again.
+// parse_ipv4_any() for the header every RoCEv2 packet has, 20 bytes without options, inline.
 [[gnu::always_inline]] inline parse_verdict parse_ipv4(std::span<std::uint8_t> frame, parsed_frame& out) {
     const auto* ip = header_at<wire::ipv4_header>(frame, out.l3_offset);
     if (!ip || ip->version_ihl != 0x45) return parse_ipv4_any(frame, out);
-    if (!ip->checksum_ok()) return parse_verdict::malformed;
-    const std::uint32_t total_length = ip->total_length.load();
-    if (total_length < sizeof(wire::ipv4_header) || out.l3_offset + total_length > frame.size())
-        return parse_verdict::malformed;
-    out.l3_length = total_length;
-    out.dscp = ip->dscp();
-    out.ecn = ip->ecn();
-    out.protocol = ip->protocol;
-    const bool udp_ports = ip->protocol == wire::ip_protocol::udp &&
-                           total_length >= sizeof(wire::ipv4_header) + sizeof(wire::udp_header) &&
-                           (ip->flags_fragment.load() & ipv4_more_fragments_and_offset) == 0;
-    if (udp_ports) {
-        const auto* udp = reinterpret_cast<const wire::udp_header*>(ip + 1);
-        out.source_port = udp->source_port.load();
-        out.destination_port = udp->destination_port.load();
-    }
-    return parse_verdict::ip;
+    return take_ipv4(frame, *ip, sizeof(wire::ipv4_header), out);
 }
 
 parse_verdict parse_ipv6(std::span<std::uint8_t> frame, parsed_frame& out) {
