@@ -3,6 +3,7 @@
 #include "control/attach_server.hpp"
 #include "control/config/units.hpp"
 #include "control/fabric.hpp"
+#include "dataplane/log.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -11,7 +12,10 @@
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 
+#include <spdlog/sinks/stdout_sinks.h>
+
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -169,15 +173,41 @@ private:
 
 } // namespace
 
+namespace {
+
+// The levels of the topology's `daemon.log`, then ROCEFAB_LOG's on top; "" or what is wrong.
+std::string start_logging(const config::topology& topology) {
+    log::levels levels;
+    if (std::string problem = log::parse_levels(topology.daemon.log_levels, levels); !problem.empty())
+        return "daemon.log: " + problem;
+    if (const char* env = std::getenv("ROCEFAB_LOG"); env && *env)
+        if (std::string problem = log::parse_levels(env, levels); !problem.empty()) return "ROCEFAB_LOG: " + problem;
+    // The daemon's standard output is its log file (`rocefab up` points it at daemon.log).
+    auto sink = std::make_shared<spdlog::sinks::stdout_sink_mt>();
+    sink->set_pattern("%Y-%m-%d %H:%M:%S.%e %-5l %-7n %v");
+    log::start(levels, sink);
+    return {};
+}
+
+} // namespace
+
 int run_daemon(config::topology topology, const std::string& runtime_dir, int ready_fd) {
     // The NIC writes completion and async events into pipes whose reader is a program that
     // may have died: that must cost the write, not the daemon.
     std::signal(SIGPIPE, SIG_IGN);
+    if (std::string problem = start_logging(topology); !problem.empty()) {
+        tell(ready_fd, problem);
+        return 1;
+    }
+    struct stop_logging {
+        ~stop_logging() { log::stop(); }
+    } logging_stops_last;
     std::unique_ptr<fabric> fab;
     try {
         fab = std::make_unique<fabric>(std::move(topology));
         fab->start();
     } catch (const std::exception& e) {
+        log::daemon().critical("cannot start the fabric: {}", e.what());
         tell(ready_fd, std::string("cannot start the fabric: ") + e.what());
         return 1;
     }
@@ -192,6 +222,7 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
             attach = std::make_unique<attach_server>(io, *fab, runtime_dir + "/" + attach_socket_name);
             control = std::make_unique<control_server>(io, *fab, runtime_dir + "/" + control_socket_name);
         } catch (const std::exception& e) {
+            log::daemon().critical("cannot open the fabric's sockets: {}", e.what());
             tell(ready_fd, std::string("cannot open the fabric's sockets: ") + e.what());
             return 1;
         }
@@ -201,10 +232,20 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
             std::ofstream pid(runtime_dir + "/" + pid_file_name);
             pid << ::getpid() << "\n";
         }
-        std::cout << "fabric " << fab->topology().name << " up, pid " << ::getpid() << std::endl;
+        const config::topology& t = fab->topology();
+        log::daemon().info("fabric {} up from {}: {} hosts, {} switches, {} links; pid {}", t.name, t.source_file,
+                           t.hosts.size(), t.switches.size(), t.links.size(), ::getpid());
         tell(ready_fd, "ok");
-        io.run();
-        std::cout << "fabric " << fab->topology().name << " going down" << std::endl;
+        // A handler that throws is a fault of the daemon: it is logged, and the daemon serves on.
+        for (;;) {
+            try {
+                io.run();
+                break;
+            } catch (const std::exception& e) {
+                log::daemon().error("a request handler failed: {}; serving on", e.what());
+            }
+        }
+        log::daemon().info("fabric {} going down", t.name);
     }
     fab->stop();
     fab.reset();

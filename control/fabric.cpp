@@ -3,6 +3,7 @@
 #include "control/node_specs.hpp"
 
 #include "dataplane/eal.hpp"
+#include "dataplane/log.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -18,12 +19,10 @@ namespace {
 
 // Named as `rdma resource show qp` names them, plus the ring indices that show where work waits.
 nlohmann::json qp_json(const nic::nic_node::qp_view& q) {
-    static constexpr const char* states[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-    const char* type = q.type == IBV_QPT_RC ? "RC" : q.type == IBV_QPT_UC ? "UC" : q.type == IBV_QPT_UD ? "UD" : "?";
     return {{"lqpn", q.qpn},
             {"rqpn", q.dest_qpn},
-            {"type", type},
-            {"state", q.state <= IBV_QPS_ERR ? states[q.state] : "?"},
+            {"type", nic::qp_type_name(q.type)},
+            {"state", nic::qp_state_name(q.state)},
             {"sq-psn", q.sq_psn},
             {"rq-psn", q.rq_psn},
             {"last-acked-psn", q.last_acked_psn},
@@ -231,6 +230,9 @@ std::string fabric::set_link(const std::string& endpoint, const std::optional<fa
     };
     const nlohmann::json after = _thread.joinable() ? _driver->mail().call(apply) : apply();
     if (state) *state = after;
+    if (up) log::link().info("cable {} set {}", endpoint, *up ? "up" : "down");
+    if (faults)
+        log::link().info("cable {} faults now: {}", endpoint, after["faults"].dump());
     return {};
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "dataplane/doorbell.hpp"
+#include "dataplane/log.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -85,8 +86,12 @@ public:
         for (auto& fn : batch) {
             try {
                 fn();
+            } catch (const std::exception& e) {
+                _failed.fetch_add(1, std::memory_order_relaxed);
+                log::daemon().error("a closure posted to the data plane failed: {}", e.what());
             } catch (...) {
                 _failed.fetch_add(1, std::memory_order_relaxed);
+                log::daemon().error("a closure posted to the data plane failed");
             }
         }
         return !batch.empty();

@@ -2,6 +2,8 @@
 // modifies and destroys objects. Control path: allocation and errno results are fine here.
 
 #include "nic_emu/nic_node.hpp"
+
+#include "dataplane/log.hpp"
 #include "nic_emu/qp_transitions.hpp"
 
 #include <algorithm>
@@ -625,9 +627,12 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
         // once every WQE started before the transition has completed.
         qp.sqd_notify = next == IBV_QPS_SQD && qp.state != IBV_QPS_SQD && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
                         attr.en_sqd_async_notify;
+        if (next != qp.state)
+            log::nic().debug("{}: QP {:#x} ({}) {} -> {}", name(), qp.qpn, qp_type_name(qp.type), qp_state_name(qp.state),
+                             qp_state_name(next));
         qp.state = next;
         qp.attr.qp_state = next;
-        if (next == IBV_QPS_ERR) enter_error(qp);
+        if (next == IBV_QPS_ERR) enter_error(qp, "modified to ERR by the program");
     }
     (void)now;
     return 0;

@@ -5,6 +5,7 @@
 #include "dataplane/wire/cnp.hpp"
 #include "dataplane/wire/ethernet.hpp"
 #include "dataplane/wire/pfc.hpp"
+#include "dataplane/log.hpp"
 #include "nic_emu/attach_protocol.hpp"
 
 #include <algorithm>
@@ -290,20 +291,24 @@ void nic_node::raise_async_event(std::uint32_t context, ibv_event_type type, std
     [[maybe_unused]] auto written = ::write(it->second.async_fd, &record, sizeof record);
 }
 
-void nic_node::enter_error(queue_pair& qp) {
+void nic_node::enter_error(queue_pair& qp, const char* why) {
     release_early(qp); // requests are no longer taken
     if (qp.state != IBV_QPS_ERR) {
+        log::nic().warn("{}: QP {:#x} ({}, to QP {:#x}) went to the error state: {}", name(), qp.qpn,
+                        qp_type_name(qp.type), qp.attr.dest_qp_num, why);
         qp.state = IBV_QPS_ERR;
         qp.attr.qp_state = IBV_QPS_ERR;
         // IBA 11.6.2: a QP that enters the error state on its own reports a fatal event.
         raise_async_event(qp.context, IBV_EVENT_QP_FATAL, qp.handle);
+    } else {
+        log::nic().debug("{}: QP {:#x} moved to ERR: {}", name(), qp.qpn, why);
     }
     qp.retransmit_deadline = never;
 }
 
 void nic_node::fail_send_queue(queue_pair& qp) {
     if (qp.type == IBV_QPT_RC) {
-        enter_error(qp);
+        enter_error(qp, "a send work request failed");
         return;
     }
     // IBA 10.3.1 (Send Queue Error): on UC and UD a send WQE that fails stops only the send

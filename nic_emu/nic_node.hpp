@@ -262,7 +262,8 @@ private:
     // cq.cpp
     bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited);
     void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
-    void enter_error(queue_pair& qp);
+    // `why` is logged (a QP the program moves to ERR itself at debug level, others as warnings).
+    void enter_error(queue_pair& qp, const char* why);
     bool flush(queue_pair& qp);
 
     // Memory checks (IBA 10.6.3.3 and 9.7.5.1.4): the MR, if the key, PD, bounds and access fit.

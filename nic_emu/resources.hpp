@@ -115,6 +115,15 @@ struct send_work {
     ibv_wc_status status = IBV_WC_SUCCESS; // set when the WQE itself failed
 };
 
+// As `rdma resource show qp` names them.
+inline const char* qp_type_name(ibv_qp_type type) {
+    return type == IBV_QPT_RC ? "RC" : type == IBV_QPT_UC ? "UC" : type == IBV_QPT_UD ? "UD" : "?";
+}
+inline const char* qp_state_name(ibv_qp_state state) {
+    static constexpr const char* names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+    return state >= IBV_QPS_RESET && state <= IBV_QPS_ERR ? names[state] : "?";
+}
+
 inline bool is_read_or_atomic(std::uint8_t wr_opcode) {
     return wr_opcode == IBV_WR_RDMA_READ || wr_opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
            wr_opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;

@@ -182,7 +182,7 @@ bool nic_node::flush_dma() {
         // The memory vanished under the NIC (its process died or unmapped it): every QP that
         // wrote in this batch stops, and its completions report the failure.
         ++_counters.memory_access_faults;
-        for (queue_pair* qp : _dma.writers()) enter_error(*qp);
+        for (queue_pair* qp : _dma.writers()) enter_error(*qp, "the program's registered memory vanished");
         for (const auto& c : _dma.completions()) {
             hw::cqe e = c.entry;
             e.status = IBV_WC_LOC_PROT_ERR;
@@ -249,7 +249,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
 
     auto nak = [&](wire::nak_code code) {
         send_ack(qp, psn, wire::aeth_syndrome::nak(code), now);
-        enter_error(qp);
+        enter_error(qp, wire::to_string(code));
     };
     auto complete_receive = [&](ibv_wc_status status, std::uint32_t byte_len, bool with_imm, bool write_imm) {
         hw::cqe e{};
