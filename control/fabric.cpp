@@ -6,10 +6,13 @@
 #include "dataplane/log.hpp"
 
 #include <cerrno>
+#include <fcntl.h>
+#include <utility>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <system_error>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -110,21 +113,20 @@ fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
         _wiring.link_at(_cables.back().second).set_up(l.params.up);
     }
     _wiring.attach_all(_pool);
-    // Every source of work rings the doorbell (programs posting WQEs, the mailbox) or is a known
+    // Every source of work rings a doorbell (programs posting WQEs, the mailbox) or is a known
     // time (frames in flight, node timers), so an idle fabric may sleep long: it costs no core.
     backoff_policy policy;
     policy.max_sleep = milliseconds(20);
-    _driver = std::make_unique<realtime_driver>(_wiring, policy);
-    if (!nic::shared_region::create("rocefab-doorbell", 4096, _doorbell_page, _doorbell_fd))
-        throw std::runtime_error(std::string("cannot create the doorbell page: ") + std::strerror(errno));
-    _driver->mail().use_doorbell(new (_doorbell_page.base()) doorbell);
+    try {
+        _driver = std::make_unique<realtime_driver>(_wiring, policy);
+    } catch (const std::system_error& e) {
+        throw std::runtime_error(std::string("cannot set up the data plane's wake-up: ") + e.what());
+    }
 }
 
 fabric::~fabric() {
     stop();
     while (!_captures.empty()) stop_capture(_captures.begin()->first);
-    _driver->mail().use_doorbell(nullptr);
-    if (_doorbell_fd >= 0) ::close(_doorbell_fd);
     // Nodes hold mbufs in their queues; the pool itself lives as long as the EAL.
 }
 
@@ -138,7 +140,16 @@ struct fabric::capture final : frame_tap {
 };
 
 std::string fabric::start_capture(const std::string& endpoint, const std::string& path) {
-    if (_captures.count(endpoint)) return "a capture on " + endpoint + " is already running";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
+    return start_capture(endpoint, fd, path);
+}
+
+std::string fabric::start_capture(const std::string& endpoint, int fd, const std::string& path) {
+    if (_captures.count(endpoint)) {
+        ::close(fd);
+        return "a capture on " + endpoint + " is already running";
+    }
     std::vector<std::string> known;
     for (std::size_t i = 0; i < _topology.links.size(); ++i) {
         const auto& l = _topology.links[i];
@@ -148,7 +159,7 @@ std::string fabric::start_capture(const std::string& endpoint, const std::string
             if (name != endpoint) continue;
             auto c = std::make_unique<capture>();
             std::string error;
-            if (!c->file.open(path, error)) return error;
+            if (!c->file.open(std::exchange(fd, -1), path, error)) return error;
             c->epoch_ns = _epoch_ns;
             c->links = {&_wiring.link_at(_cables[i].first), &_wiring.link_at(_cables[i].second)};
             capture* raw = c.get();
@@ -163,6 +174,7 @@ std::string fabric::start_capture(const std::string& endpoint, const std::string
             return {};
         }
     }
+    ::close(fd);
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     return "no cable ends at '" + endpoint + "' (ends: " + list + ")";

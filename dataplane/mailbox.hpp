@@ -4,8 +4,8 @@
 // flag per loop iteration and takes the lock only when something was posted.
 #pragma once
 
-#include "dataplane/doorbell.hpp"
 #include "dataplane/log.hpp"
+#include "dataplane/wakeup.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -31,7 +31,7 @@ public:
             _queue.push_back(std::move(fn));
             _pending.store(true, std::memory_order_release);
         }
-        _doorbell->wake();
+        _wakeup.wake();
     }
 
     // Any thread but the data plane's own (it would wait for itself): runs `fn` on the data
@@ -60,15 +60,10 @@ public:
     }
 
     // Any thread: cuts the data plane's idle sleep short (to see a stop flag sooner).
-    void wake() {
-        _woken.store(true, std::memory_order_seq_cst);
-        _doorbell->wake();
-    }
+    void wake() { _wakeup.wake(); }
 
-    // The word the data plane sleeps on; by default the mailbox's own. A fabric points it at a
-    // page shared with its programs, so that their doorbells wake the data plane too.
-    void use_doorbell(doorbell* shared) { _doorbell = shared ? shared : &_own_doorbell; }
-    doorbell& bell() { return *_doorbell; }
+    // What the data plane sleeps on: programs' doorbells are added to it too (wakeup.hpp).
+    wakeup& waker() { return _wakeup; }
 
     // Data plane thread, every iteration: lock-free when nothing is pending.
     bool has_pending() const { return _pending.load(std::memory_order_acquire); }
@@ -100,25 +95,20 @@ public:
     // Data plane thread, when idle: sleeps up to `max`, less if something is posted, wake() is
     // called or the doorbell rings (also if that happened since the last wait).
     void wait(std::chrono::nanoseconds max) {
-        const std::uint32_t ticket = _doorbell->prepare_to_sleep();
-        if (_woken.exchange(false) || has_pending()) {
-            _doorbell->cancel_sleep();
-            return;
-        }
-        _doorbell->sleep(ticket, max.count());
-        _woken.store(false, std::memory_order_relaxed);
+        prepare_to_sleep();
+        sleep(max);
     }
 
     // The same in two steps, so the caller can look for work between announcing the sleep and
-    // sleeping (see doorbell.hpp).
-    std::uint32_t prepare_to_sleep() { return _doorbell->prepare_to_sleep(); }
-    void cancel_sleep() { _doorbell->cancel_sleep(); }
-    void sleep(std::uint32_t ticket, std::chrono::nanoseconds max) {
-        if (_woken.exchange(false) || has_pending()) {
-            _doorbell->cancel_sleep();
+    // sleeping (see wake_flag.hpp).
+    void prepare_to_sleep() { _wakeup.prepare_to_sleep(); }
+    void cancel_sleep() { _wakeup.cancel_sleep(); }
+    void sleep(std::chrono::nanoseconds max) {
+        if (has_pending()) {
+            _wakeup.cancel_sleep();
             return;
         }
-        _doorbell->sleep(ticket, max.count());
+        _wakeup.sleep(max.count());
     }
 
     std::uint64_t failed_closures() const { return _failed.load(std::memory_order_relaxed); }
@@ -126,9 +116,7 @@ public:
 private:
     std::mutex _mutex;
     std::deque<std::function<void()>> _queue;
-    std::atomic<bool> _woken{false};
-    doorbell _own_doorbell;
-    doorbell* _doorbell = &_own_doorbell;
+    wakeup _wakeup;
     std::atomic<bool> _pending{false};
     std::atomic<std::uint64_t> _failed{0};
 };

@@ -51,7 +51,8 @@ void nic_node::complete_send(queue_pair& qp, const send_work& work, ibv_wc_statu
     e.qp_num = qp.qpn;
     e.byte_len = is_read_or_atomic(work.wqe.opcode) ? static_cast<std::uint32_t>(work.length) : 0;
     // After the READ data or atomic result it reports, if those are still staged.
-    stage_completion(qp, *qp.send_cq, e, false);
+    stage_completion(qp, *qp.send_cq, e, false, work.first_psn,
+                     wire::psn_add(work.first_psn, work.packets ? work.packets - 1 : 0));
 }
 
 void nic_node::retire_oldest(queue_pair& qp) {

@@ -15,7 +15,7 @@ bool nic_node::scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std
                                     std::uint8_t* data, std::size_t length) {
     ibv_wc_status unused;
     return stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data, length,
-                         unused);
+                         unused, write_origin::local(qp));
 }
 
 bool nic_node::implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::uint32_t& resume) const {

@@ -10,6 +10,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -33,9 +34,12 @@ shared_region& shared_region::operator=(shared_region&& other) noexcept {
 }
 
 bool shared_region::create(const char* name, std::size_t length, shared_region& out, int& fd) {
-    fd = ::memfd_create(name, MFD_CLOEXEC);
+    fd = ::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return false;
-    if (::ftruncate(fd, static_cast<off_t>(length)) != 0) {
+    // Sealed at its size: a program that truncated its ring would otherwise make the NIC's next
+    // read of it a SIGBUS that kills the daemon.
+    if (::ftruncate(fd, static_cast<off_t>(length)) != 0 ||
+        ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
         const int e = errno;
         ::close(fd);
         errno = e;
@@ -209,12 +213,18 @@ std::vector<nic_node::qp_view> nic_node::queue_pairs(sim_time now) const {
     return out;
 }
 
-std::uint32_t nic_node::open_context(std::unique_ptr<address_space> memory, int async_fd) {
+std::uint32_t nic_node::open_context(std::unique_ptr<address_space> memory, int async_fd, shared_region doorbells) {
     const std::uint32_t id = _next_handle++;
     context_state& c = _contexts[id];
     c.id = id;
     c.memory = std::move(memory);
     c.async_fd = async_fd;
+    if (doorbells.base() && doorbells.length() >= sizeof(hw::doorbell_queue)) {
+        c.doorbell_region = std::move(doorbells);
+        c.doorbells = static_cast<hw::doorbell_queue*>(c.doorbell_region.base());
+        c.doorbells->ring.size = hw::doorbell_queue_slots;
+        c.doorbells->ring.slot_size = sizeof(std::uint32_t);
+    }
     return id;
 }
 
@@ -472,8 +482,9 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
         qp->attr.path_mtu = port_attributes().active_mtu;
         qp->mtu_bytes = mtu_bytes(qp->attr.path_mtu);
     }
+    qp->always_active = _contexts.at(context).doorbells == nullptr;
     _qps_by_number[qp->qpn] = qp.get();
-    _active_qps.push_back(qp.get());
+    activate(*qp);
     _qps[qp->handle] = std::move(qp);
     return 0;
 }
@@ -634,6 +645,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
         qp.attr.qp_state = next;
         if (next == IBV_QPS_ERR) enter_error(qp, "modified to ERR by the program");
     }
+    activate(qp);
     (void)now;
     return 0;
 }

@@ -121,7 +121,9 @@ public:
     sim_time paused_until(std::uint8_t priority) const { return _pauses.until(priority & 7); }
 
     // -- resources (control path; return 0 or an errno value) -------------------------------
-    std::uint32_t open_context(std::unique_ptr<address_space> memory, int async_fd);
+    // `doorbells`, when not empty, holds the program's hw::doorbell_queue; without one the
+    // context's QPs are looked at on every poll.
+    std::uint32_t open_context(std::unique_ptr<address_space> memory, int async_fd, shared_region doorbells = {});
     // Frees everything the context still holds, as closing a uverbs file does.
     void close_context(std::uint32_t context);
 
@@ -233,6 +235,7 @@ private:
                               std::size_t length);
     // responder.cpp
     void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    // An ACK or NAK of a QP whose writes are still staged waits for them (dma_batch.hpp).
     void send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now);
     // Checks a RETH (RC and UC RDMA WRITE FIRST/ONLY) and starts the write; false (counted)
     // when the QP's access flags or the rkey do not allow it.
@@ -241,17 +244,30 @@ private:
     // Stages `length` bytes of `data` for the local buffers `sges` describe, from byte `offset`
     // of them, after checking each piece's MR (local write access); status says why not.
     bool stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset,
-                       const std::uint8_t* data, std::size_t length, ibv_wc_status& status);
+                       const std::uint8_t* data, std::size_t length, ibv_wc_status& status,
+                       const write_origin& origin);
+    // A request's payload into a receive WQE; `psn` is the request's.
     bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
-                               const std::uint8_t* data, std::size_t length, ibv_wc_status& status);
-    void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited);
+                               const std::uint8_t* data, std::size_t length, std::uint32_t psn,
+                               ibv_wc_status& status);
+    // Posts `entry` once the writes staged before it are made (dma_batch.hpp); the message it
+    // reports took the PSNs first_psn to last_psn.
+    void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited,
+                          std::uint32_t first_psn, std::uint32_t last_psn);
+    // The first PSN of a message of `bytes` that ended at `last_psn`: every packet but the last
+    // carries a whole MTU (IBA 9.7.5.1.3).
+    static std::uint32_t first_psn_of(const queue_pair& qp, std::uint32_t last_psn, std::uint64_t bytes) {
+        const std::uint64_t packets = bytes == 0 ? 1 : (bytes + qp.mtu_bytes - 1) / qp.mtu_bytes;
+        return wire::psn_add(last_psn, static_cast<std::uint32_t>((wire::psn_mask + 1 - (packets - 1)) & wire::psn_mask));
+    }
     // uc_ud_transport.cpp: the unreliable transports (IBA 9.4 UC, 9.8 UD) and SRQ receive WQEs.
     ibv_wc_status start_ud_send(queue_pair& qp, send_work& work);
     void retire_sent(queue_pair& qp);
     void handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet);
     void handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet);
     bool take_srq_wqe(queue_pair& qp);
-    // Makes the staged writes, then posts the completions that waited for them.
+    // Makes the staged writes, then posts the completions and sends the acknowledgements that
+    // waited for them; a QP whose write failed gets error completions and its NAK instead.
     bool flush_dma();
     // responder_read_atomic.cpp: RDMA READ and atomic requests (IBA 9.7.5.1.4-6, rxe_resp.c).
     void handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
@@ -295,6 +311,7 @@ private:
     std::unordered_map<std::uint32_t, address_handle> _ahs;     // by handle
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
     dma_batch _dma;
+    sim_time _latest = 0; // the latest time receive() or poll() was given: when flush_dma() answers
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
     bool _current_frame_kept = false;   // ... and now held in a reorder buffer
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
@@ -348,6 +365,19 @@ private:
         return qp.rate->limited() ? std::min(qp.rate->next_send_time(), qp.rate->next_event()) : 0;
     }
     void on_pfc(std::span<const std::uint8_t> frame, sim_time now);
+    // The QPs poll() looks at are those that may have work, so that idle QPs cost nothing: a QP
+    // joins the list when a program rings for it (its doorbell queue), a frame arrives for it or
+    // a verb changes it, and leaves once qp_deadline() says it waits for nothing.
+    void activate(queue_pair& qp) {
+        if (qp.active) return;
+        qp.active = true;
+        _active_qps.push_back(&qp);
+    }
+    bool take_doorbells();
+    void take_doorbell(queue_pair& qp);
+    void retire_idle_qps();
+    // When `qp` next has something to do: 0 at once, `never` when it waits for a frame or a verb.
+    sim_time qp_deadline(const queue_pair& qp) const;
     // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
     // (reaction point).
     void on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);

@@ -177,7 +177,7 @@ int wr_complete(ibv_qp_ex* ibqp) {
     const int error = qp->wr_error;
     if (!error) {
         qp->control->send.producer.store(qp->wr_producer, std::memory_order_release);
-        context_of(ibqp->qp_base.context)->bell->ring();
+        notify_nic(context_of(ibqp->qp_base.context), qp);
     }
     qp->wr_current = nullptr;
     qp->send_lock.unlock();

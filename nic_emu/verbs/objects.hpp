@@ -2,7 +2,7 @@
 // verbs) and extended.cpp (ibv_create_cq_ex, ibv_qp_ex and the ibv_wr_* calls, query_device_ex).
 #pragma once
 
-#include "dataplane/doorbell.hpp"
+#include "dataplane/wake_flag.hpp"
 #include "nic_emu/attach_protocol.hpp"
 #include "nic_emu/hw_abi.hpp"
 #include "nic_emu/verbs/command_channel.hpp"
@@ -104,8 +104,32 @@ struct rf_context {
     std::map<std::uint32_t, rf_cq*> cqs; // for completion and async events
     std::map<std::uint32_t, rf_qp*> qps;
     std::map<std::uint32_t, rf_srq*> srqs; // for SRQ async events
-    doorbell* bell = nullptr; // the data plane's, in a page shared with the daemon
+    // Telling the NIC about new work (hw_abi.hpp's doorbell queue, wake_flag.hpp): the QPs with
+    // work go into the doorbell queue, and the data plane is woken through this context's own
+    // eventfd when the wake page says it sleeps.
+    const wake_flag* wake = nullptr;       // the data plane's page, mapped read-only
+    hw::doorbell_queue* doorbells = nullptr;
+    int doorbell_fd = -1;
+    std::mutex doorbell_lock; // serialises producers of the doorbell queue
 };
+
+// After publishing WQEs on `qp`'s rings (a release store of the producer): queues the QP for
+// the NIC, once however much is posted until the NIC takes it, and wakes the data plane.
+inline void notify_nic(rf_context* ctx, rf_qp* qp) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (qp->control->queued.exchange(1, std::memory_order_seq_cst) == 0) {
+        std::lock_guard guard(ctx->doorbell_lock);
+        hw::doorbell_queue& q = *ctx->doorbells;
+        const std::uint32_t producer = q.ring.producer.load(std::memory_order_relaxed);
+        if (producer - q.ring.consumer.load(std::memory_order_acquire) >= hw::doorbell_queue_slots) {
+            q.overflowed.store(1, std::memory_order_release); // the NIC will look at every QP
+        } else {
+            q.handles[producer % hw::doorbell_queue_slots].store(qp->qp.handle, std::memory_order_relaxed);
+            q.ring.producer.store(producer + 1, std::memory_order_release);
+        }
+    }
+    ring(*ctx->wake, ctx->doorbell_fd);
+}
 
 // rf_context holds a mutex and a map, so it is not standard-layout; `verbs` is its first member
 // and sits at offset 0 regardless, which is all this relies on.
@@ -129,8 +153,8 @@ inline attach::request make_request(attach::op code, std::uint32_t handle = 0) {
     return r;
 }
 
-inline void* map_shared(int fd, std::size_t length) {
-    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+inline void* map_shared(int fd, std::size_t length, int protection = PROT_READ | PROT_WRITE) {
+    void* p = ::mmap(nullptr, length, protection, MAP_SHARED, fd, 0);
     ::close(fd);
     return p == MAP_FAILED ? nullptr : p;
 }

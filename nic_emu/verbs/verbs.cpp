@@ -6,7 +6,7 @@
 // Return conventions follow rdma-core 44: int verbs return 0 or an errno value; constructors
 // return NULL with errno set; ibv_query_gid/ibv_query_pkey return -1 on failure.
 
-#include "dataplane/doorbell.hpp"
+#include "dataplane/wake_flag.hpp"
 #include "nic_emu/attach_protocol.hpp"
 #include "nic_emu/hw_abi.hpp"
 #include "nic_emu/verbs/command_channel.hpp"
@@ -30,7 +30,7 @@
 #include <new>
 #include <sys/mman.h>
 #include <sched.h>
-#include <sys/prctl.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 using namespace rocefab;
@@ -121,7 +121,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         ring.producer.store(producer, std::memory_order_release); // the doorbell
     }
     if (error) *bad_wr = wr;
-    context_of(ibqp->context)->bell->ring();
+    notify_nic(context_of(ibqp->context), qp);
     return error;
 }
 
@@ -164,7 +164,9 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         error = post_receives(qp->control->recv, qp->recv_slots, qp->cap.max_recv_wr, qp->cap.max_recv_sge, wr,
                               bad_wr);
     }
-    context_of(ibqp->context)->bell->ring();
+    // The NIC takes receive WQEs when requests arrive; it must look only at a QP in the error
+    // state, which flushes them, but telling it costs nothing once the QP is queued.
+    notify_nic(context_of(ibqp->context), qp);
     return error;
 }
 
@@ -175,7 +177,7 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         std::lock_guard guard(srq->lock);
         error = post_receives(srq->control->recv, srq->slots, srq->max_wr, srq->max_sge, wr, bad_wr);
     }
-    context_of(ibsrq->context)->bell->ring();
+    // Nothing to tell the NIC: it takes an SRQ's WQEs when requests arrive.
     return error;
 }
 
@@ -315,34 +317,48 @@ ibv_context* ibv_open_device(ibv_device* device) {
     attach::reply reply;
     std::memset(&reply, 0, sizeof reply);
     int error = ctx->channel.connect_and_hello(reply);
-    int async_fd = -1;
+    int fds[attach::open_device_reply_fds] = {-1, -1, -1, -1};
+    auto close_fds = [&] {
+        for (int& fd : fds)
+            if (fd >= 0) ::close(fd), fd = -1;
+    };
     if (!error) {
-        attach::request request = make_request(attach::op::open_device);
-        std::snprintf(request.open_device.device, sizeof request.open_device.device, "%s", dev->info.name);
-        error = ctx->channel.call(request, reply, &async_fd);
-        if (!error) error = reply.status;
+        // The NIC reaches this program's registered memory through these two descriptors, as a
+        // device uses DMA (nic_emu/process_memory.hpp): opened here, with this program's rights,
+        // they reach this address space and nothing else, and nothing once this program execs.
+        const int memory[attach::open_device_request_fds] = {::open("/proc/self/mem", O_RDWR | O_CLOEXEC),
+                                                             ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC)};
+        if (memory[0] < 0 || memory[1] < 0) {
+            error = errno;
+        } else {
+            attach::request request = make_request(attach::op::open_device);
+            std::snprintf(request.open_device.device, sizeof request.open_device.device, "%s", dev->info.name);
+            error = ctx->channel.call(request, reply, memory, fds);
+            if (!error) error = reply.status;
+        }
+        for (int fd : memory)
+            if (fd >= 0) ::close(fd);
     }
+    if (!error && std::find(std::begin(fds), std::end(fds), -1) != std::end(fds)) error = EIO;
     if (error) {
-        if (async_fd >= 0) ::close(async_fd);
+        close_fds();
         delete ctx;
         errno = error;
         return nullptr;
     }
-    {
-        attach::request request = make_request(attach::op::map_doorbell);
-        attach::reply mapped;
-        int fd = -1;
-        if (ctx->channel.call(request, mapped, &fd) != 0 || mapped.status || fd < 0 ||
-            !(ctx->bell = static_cast<doorbell*>(map_shared(fd, 4096)))) {
-            if (async_fd >= 0) ::close(async_fd);
-            delete ctx;
-            errno = EIO;
-            return nullptr;
-        }
+    const int async_fd = fds[0];
+    ctx->doorbell_fd = fds[1];
+    ctx->wake = static_cast<const wake_flag*>(map_shared(fds[2], 4096, PROT_READ));
+    ctx->doorbells = static_cast<hw::doorbell_queue*>(map_shared(fds[3], hw::doorbell_queue_region_size));
+    if (!ctx->wake || !ctx->doorbells) {
+        if (ctx->wake) ::munmap(const_cast<wake_flag*>(ctx->wake), 4096);
+        if (ctx->doorbells) ::munmap(ctx->doorbells, hw::doorbell_queue_region_size);
+        ::close(async_fd);
+        ::close(ctx->doorbell_fd);
+        delete ctx;
+        errno = EIO;
+        return nullptr;
     }
-    // The NIC reaches registered memory with process_vm_readv/writev, as a device uses DMA.
-    // Under Yama's ptrace_scope=1 a non-root daemon needs this process's permission.
-    if (ctx->channel.daemon_pid() > 0) ::prctl(PR_SET_PTRACER, ctx->channel.daemon_pid(), 0, 0, 0);
 
     ctx->info = reply.open_device.device;
     ibv_context& c = ctx->verbs.context;
@@ -368,7 +384,9 @@ int ibv_close_device(ibv_context* context) {
     // Closing the command channel is the daemon's signal to free everything the context
     // still holds, as closing /dev/infiniband/uverbsN is the kernel's.
     if (context->async_fd >= 0) ::close(context->async_fd);
-    ::munmap(ctx->bell, 4096);
+    ::close(ctx->doorbell_fd);
+    ::munmap(const_cast<wake_flag*>(ctx->wake), 4096);
+    ::munmap(ctx->doorbells, hw::doorbell_queue_region_size);
     delete ctx;
     return 0;
 }
