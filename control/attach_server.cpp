@@ -5,8 +5,11 @@
 #include "nic_emu/attach_protocol.hpp"
 #include "nic_emu/process_memory.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include <array>
 #include <cerrno>
+#include <functional>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -123,9 +126,9 @@ struct attach_server::listener {
 
 class attach_server::session : public std::enable_shared_from_this<session> {
 public:
-    session(asio::io_context& io, attach_server& server, int fd, peer who, std::string host)
-        : _socket(io, fd), _server(server), _fabric(server._fabric), _peer(std::move(who)), _host(std::move(host)) {
-        _server.session_opened(_peer.uid);
+    session(asio::io_context& io, fabric& fab, std::shared_ptr<tally> sessions, int fd, peer who, std::string host)
+        : _socket(io, fd), _fabric(fab), _tally(std::move(sessions)), _peer(std::move(who)), _host(std::move(host)) {
+        _tally->opened(_peer.uid);
     }
 
     ~session() {
@@ -137,7 +140,7 @@ public:
                                context);
         }
         if (_doorbell >= 0) _fabric.driver().mail().waker().remove_doorbell(_doorbell);
-        _server.session_closed(_peer.uid);
+        _tally->closed(_peer.uid);
     }
 
     void start() { wait(); }
@@ -149,6 +152,19 @@ private:
                                if (!error) self->on_readable();
                            });
     }
+
+    // A request's answer on its way: filled in on the data plane for what the NIC decides,
+    // sent from the io thread. The io thread never waits for the data plane, so the requests of
+    // many programs (thousands of QPs being connected) are in flight at once.
+    struct answer {
+        attach::op code{};
+        attach::reply reply;
+        descriptors pass;
+        // On the io thread once the NIC answered: keeps or closes what goes with the reply.
+        std::function<void(answer&)> settle;
+        answer() { std::memset(&reply, 0, sizeof reply); }
+    };
+    using answer_ptr = std::shared_ptr<answer>;
 
     void on_readable() {
         attach::request request;
@@ -179,205 +195,206 @@ private:
                     ::close(fd);
             }
         }
-        attach::reply reply;
-        std::memset(&reply, 0, sizeof reply);
-        descriptors pass;
+        auto a = std::make_shared<answer>();
+        a->code = request.code;
         if (got != static_cast<ssize_t>(sizeof request) || (message.msg_flags & MSG_TRUNC)) {
-            reply.status = EINVAL; // a client that speaks another protocol version
+            a->reply.status = EINVAL;
             refused("a request", "it is not a request of this protocol version");
-        } else {
-            handle(request, reply, received, pass);
+            return respond(a, false);
         }
-        if (send_reply(_socket.native_handle(), reply, pass)) wait();
+        handle(request, received, a);
     }
 
-    template <typename Fn>
-    auto on_nic(Fn&& fn) {
-        return _fabric.driver().mail().call(std::forward<Fn>(fn));
+    // Sends the answer (on the io thread) and waits for the next request.
+    void respond(const answer_ptr& a, bool log_refusal = true) {
+        if (a->settle) a->settle(*a);
+        if (a->reply.status && log_refusal) refused(op_name(a->code), std::strerror(a->reply.status));
+        if (send_reply(_socket.native_handle(), a->reply, a->pass)) wait();
+    }
+
+    // Runs `work` on the data plane with the reply to fill, then responds from the io thread.
+    // `work` must be copyable (the mailbox keeps closures in std::function).
+    template <typename Work>
+    void on_nic(const answer_ptr& a, Work work) {
+        _fabric.driver().mail().post([self = shared_from_this(), a, work = std::move(work)]() mutable {
+            try {
+                work(a->reply);
+            } catch (const std::exception&) {
+                a->reply.status = ENOMEM; // the NIC's bookkeeping could not grow
+            }
+            asio::post(self->_socket.get_executor(), [self, a] { self->respond(a); });
+        });
     }
 
     void refused(const char* what, const std::string& why) {
         _refusals.log(log::attach(), spdlog::level::info, "{} on {}: {} refused: {}", _peer.describe(), _host, what, why);
     }
 
-    void handle(const attach::request& request, attach::reply& reply, descriptors& received, descriptors& pass) {
+    void handle(const attach::request& request, descriptors& received, const answer_ptr& a) {
         using attach::op;
-        if (request.code == op::hello) return hello(request, reply);
-        if (request.code == op::open_device) return open_device(request, reply, received, pass);
-        if (!_nic) {
-            reply.status = EINVAL;
-            refused(op_name(request.code), "no device is open on this connection");
-            return;
+        if (request.code == op::hello) {
+            hello(request, a->reply);
+            return respond(a, false);
         }
-        run(request, reply, pass);
-        if (reply.status) refused(op_name(request.code), std::strerror(reply.status));
+        if (request.code == op::open_device) {
+            open_device(request, a->reply, received, a->pass);
+            return respond(a, false);
+        }
+        if (!_nic) {
+            a->reply.status = EINVAL;
+            refused(op_name(request.code), "no device is open on this connection");
+            return respond(a, false);
+        }
+        run(request, a);
     }
 
-    void run(const attach::request& request, attach::reply& reply, descriptors& pass) {
+    // A memfd of `length` bytes for a ring, to share with the program once the NIC took it.
+    static bool ring_region(const char* name, std::size_t length, const answer_ptr& a,
+                            std::shared_ptr<nic::shared_region>& region) {
+        region = std::make_shared<nic::shared_region>();
+        int fd;
+        if (!nic::shared_region::create(name, length, *region, fd)) {
+            a->reply.status = errno;
+            return false;
+        }
+        a->pass.add(fd, true);
+        a->settle = [](answer& done) {
+            if (done.reply.status) done.pass.count = 0, ::close(done.pass.fds[0]);
+        };
+        return true;
+    }
+
+    void run(const attach::request& request, const answer_ptr& a) {
         using attach::op;
         nic::nic_node* nic = _nic;
         const std::uint32_t ctx = _context;
+        const std::uint32_t handle = request.handle;
         switch (request.code) {
         case op::query_device:
         case op::query_port:
-            on_nic([&] { describe(*nic, reply.open_device.device); });
-            return;
+            return on_nic(a, [nic](attach::reply& r) { describe(*nic, r.open_device.device); });
         case op::alloc_pd:
-            reply.status = on_nic([&] { return nic->alloc_pd(ctx, reply.handle); });
-            return;
+            return on_nic(a, [nic, ctx](attach::reply& r) { r.status = nic->alloc_pd(ctx, r.handle); });
         case op::dealloc_pd:
-            reply.status = on_nic([&] { return nic->dealloc_pd(ctx, request.handle); });
-            return;
+            return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->dealloc_pd(ctx, handle); });
         case op::reg_mr: {
-            const auto& r = request.reg_mr;
+            const auto m = request.reg_mr;
             // As pinning the pages would (ib_umem_get): the range must be mapped in the program,
             // writable if the MR may be written. The rest the NIC checks.
-            const bool writable = r.access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
-            if (r.length && r.address + r.length >= r.address &&
-                (reply.status = _memory->check_range(r.address, r.length, writable)))
-                return;
-            reply.status = on_nic([&] {
-                return nic->reg_mr(ctx, r.pd, r.address, r.length, r.iova, r.access, reply.handle, reply.reg_mr.lkey,
-                                   reply.reg_mr.rkey);
+            const bool writable = m.access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+            if (m.length && m.address + m.length >= m.address &&
+                (a->reply.status = _memory->check_range(m.address, m.length, writable)))
+                return respond(a);
+            return on_nic(a, [nic, ctx, m](attach::reply& r) {
+                r.status = nic->reg_mr(ctx, m.pd, m.address, m.length, m.iova, m.access, r.handle, r.reg_mr.lkey,
+                                       r.reg_mr.rkey);
             });
-            return;
         }
         case op::dereg_mr:
-            reply.status = on_nic([&] { return nic->dereg_mr(ctx, request.handle); });
-            return;
+            return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->dereg_mr(ctx, handle); });
         case op::create_comp_channel: {
             int fds[2];
             if (::pipe2(fds, O_CLOEXEC) != 0) {
-                reply.status = errno;
-                return;
+                a->reply.status = errno;
+                return respond(a);
             }
-            // The NIC's end never blocks the data plane.
+            // The NIC's end never blocks the data plane; the NIC owns it once the channel exists.
             ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
-            reply.status = on_nic([&] { return nic->create_channel(ctx, fds[1], reply.handle); });
-            if (reply.status) {
-                ::close(fds[0]);
-                ::close(fds[1]);
-            } else {
-                pass.add(fds[0], true);
-            }
-            return;
+            a->pass.add(fds[0], true);
+            a->settle = [](answer& done) {
+                if (done.reply.status) done.pass.count = 0, ::close(done.pass.fds[0]);
+            };
+            const int nic_end = fds[1];
+            return on_nic(a, [nic, ctx, nic_end](attach::reply& r) {
+                r.status = nic->create_channel(ctx, nic_end, r.handle);
+                if (r.status) ::close(nic_end);
+            });
         }
         case op::destroy_comp_channel:
-            reply.status = on_nic([&] { return nic->destroy_channel(ctx, request.handle); });
-            return;
+            return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_channel(ctx, handle); });
         case op::create_cq: {
-            const std::uint32_t cqe = request.create_cq.cqe;
+            const std::uint32_t cqe = request.create_cq.cqe, channel = request.create_cq.channel;
             if (cqe == 0 || cqe > hw::max_queue_depth) {
-                reply.status = EINVAL;
-                return;
+                a->reply.status = EINVAL;
+                return respond(a);
             }
             const std::uint32_t slots = hw::ring_slots_for(cqe);
-            nic::shared_region region;
-            int fd;
-            if (!nic::shared_region::create("rocefab-cq", hw::cq_region_size(slots), region, fd)) {
-                reply.status = errno;
-                return;
-            }
-            reply.status = on_nic(
-                [&] { return nic->create_cq(ctx, slots, request.create_cq.channel, std::move(region), reply.handle); });
-            if (reply.status) {
-                ::close(fd);
-            } else {
-                reply.create_cq.slots = slots;
-                pass.add(fd, true);
-            }
-            return;
+            std::shared_ptr<nic::shared_region> region;
+            if (!ring_region("rocefab-cq", hw::cq_region_size(slots), a, region)) return respond(a);
+            return on_nic(a, [nic, ctx, slots, channel, region](attach::reply& r) {
+                r.status = nic->create_cq(ctx, slots, channel, std::move(*region), r.handle);
+                if (!r.status) r.create_cq.slots = slots;
+            });
         }
         case op::destroy_cq:
-            reply.status = on_nic([&] { return nic->destroy_cq(ctx, request.handle); });
-            return;
+            return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_cq(ctx, handle); });
         case op::create_qp: {
-            const auto& q = request.create_qp;
+            const auto q = request.create_qp;
             ibv_qp_cap cap{};
             std::uint32_t send_slots, recv_slots;
-            if ((reply.status = nic::nic_node::qp_geometry(q.cap, cap, send_slots, recv_slots))) return;
-            nic::shared_region region;
-            int fd;
-            if (!nic::shared_region::create("rocefab-qp", hw::qp_region_size(send_slots, recv_slots), region, fd)) {
-                reply.status = errno;
-                return;
-            }
-            nic::nic_node::qp_request qr{q.pd, q.send_cq, q.recv_cq, static_cast<ibv_qp_type>(q.qp_type),
-                                         q.sq_sig_all != 0, q.cap, q.srq};
-            reply.status = on_nic([&] {
-                return nic->create_qp(ctx, qr, std::move(region), reply.handle, reply.create_qp.qp_num,
-                                      reply.create_qp.cap);
+            if ((a->reply.status = nic::nic_node::qp_geometry(q.cap, cap, send_slots, recv_slots))) return respond(a);
+            std::shared_ptr<nic::shared_region> region;
+            if (!ring_region("rocefab-qp", hw::qp_region_size(send_slots, recv_slots), a, region)) return respond(a);
+            const nic::nic_node::qp_request qr{q.pd, q.send_cq, q.recv_cq, static_cast<ibv_qp_type>(q.qp_type),
+                                               q.sq_sig_all != 0, q.cap, q.srq};
+            return on_nic(a, [nic, ctx, qr, region, send_slots, recv_slots](attach::reply& r) {
+                r.status = nic->create_qp(ctx, qr, std::move(*region), r.handle, r.create_qp.qp_num, r.create_qp.cap);
+                r.create_qp.send_slots = send_slots;
+                r.create_qp.recv_slots = recv_slots;
             });
-            if (reply.status) {
-                ::close(fd);
-            } else {
-                reply.create_qp.send_slots = send_slots;
-                reply.create_qp.recv_slots = recv_slots;
-                pass.add(fd, true);
-            }
-            return;
         }
-        case op::modify_qp:
-            reply.status = on_nic([&] {
-                return nic->modify_qp(ctx, request.handle, request.modify_qp.attr, request.modify_qp.mask,
-                                      _fabric.driver().now());
+        case op::modify_qp: {
+            const auto m = request.modify_qp;
+            fabric* fab = &_fabric;
+            return on_nic(a, [nic, ctx, handle, m, fab](attach::reply& r) {
+                r.status = nic->modify_qp(ctx, handle, m.attr, m.mask, fab->driver().now());
             });
-            return;
-        case op::query_qp: {
-            bool sig_all = false;
-            reply.status = on_nic(
-                [&] { return nic->query_qp(ctx, request.handle, reply.query_qp.attr, reply.query_qp.cap, sig_all); });
-            reply.query_qp.sq_sig_all = sig_all;
-            return;
         }
+        case op::query_qp:
+            return on_nic(a, [nic, ctx, handle](attach::reply& r) {
+                bool sig_all = false;
+                r.status = nic->query_qp(ctx, handle, r.query_qp.attr, r.query_qp.cap, sig_all);
+                r.query_qp.sq_sig_all = sig_all;
+            });
         case op::destroy_qp:
-            reply.status = on_nic([&] { return nic->destroy_qp(ctx, request.handle); });
-            return;
-        case op::create_ah:
-            reply.status =
-                on_nic([&] { return nic->create_ah(ctx, request.create_ah.pd, request.create_ah.attr, reply.handle); });
-            return;
+            return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_qp(ctx, handle); });
+        case op::create_ah: {
+            const auto c = request.create_ah;
+            return on_nic(a, [nic, ctx, c](attach::reply& r) { r.status = nic->create_ah(ctx, c.pd, c.attr, r.handle); });
+        }
         case op::destroy_ah:
-            reply.status = on_nic([&] { return nic->destroy_ah(ctx, request.handle); });
-            return;
+            return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_ah(ctx, handle); });
         case op::create_srq: {
+            const auto c = request.create_srq;
             ibv_srq_attr granted{};
             std::uint32_t slots;
-            if ((reply.status = nic::nic_node::srq_geometry(request.create_srq.attr, granted, slots))) return;
-            nic::shared_region region;
-            int fd;
-            if (!nic::shared_region::create("rocefab-srq", hw::srq_region_size(slots), region, fd)) {
-                reply.status = errno;
-                return;
-            }
-            reply.status = on_nic([&] {
-                return nic->create_srq(ctx, request.create_srq.pd, granted, slots, std::move(region), reply.handle);
+            if ((a->reply.status = nic::nic_node::srq_geometry(c.attr, granted, slots))) return respond(a);
+            std::shared_ptr<nic::shared_region> region;
+            if (!ring_region("rocefab-srq", hw::srq_region_size(slots), a, region)) return respond(a);
+            return on_nic(a, [nic, ctx, c, granted, slots, region](attach::reply& r) {
+                r.status = nic->create_srq(ctx, c.pd, granted, slots, std::move(*region), r.handle);
+                r.create_srq.slots = slots;
+                r.create_srq.attr = granted;
             });
-            if (reply.status) {
-                ::close(fd);
-            } else {
-                reply.create_srq.slots = slots;
-                reply.create_srq.attr = granted;
-                pass.add(fd, true);
-            }
-            return;
         }
-        case op::modify_srq:
-            reply.status = on_nic([&] {
-                return nic->modify_srq(ctx, request.handle, request.modify_srq.attr, request.modify_srq.mask);
+        case op::modify_srq: {
+            const auto m = request.modify_srq;
+            return on_nic(a, [nic, ctx, handle, m](attach::reply& r) {
+                r.status = nic->modify_srq(ctx, handle, m.attr, m.mask);
             });
-            return;
+        }
         case op::query_srq:
-            reply.status = on_nic([&] { return nic->query_srq(ctx, request.handle, reply.query_srq.attr); });
-            return;
+            return on_nic(a, [nic, ctx, handle](attach::reply& r) {
+                r.status = nic->query_srq(ctx, handle, r.query_srq.attr);
+            });
         case op::destroy_srq:
-            reply.status = on_nic([&] { return nic->destroy_srq(ctx, request.handle); });
-            return;
+            return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_srq(ctx, handle); });
         case op::hello:
         case op::open_device:
             break;
         }
-        reply.status = EOPNOTSUPP;
+        a->reply.status = EOPNOTSUPP;
+        respond(a);
     }
 
     void hello(const attach::request& request, attach::reply& reply) {
@@ -446,7 +463,8 @@ private:
             return;
         }
         _memory = memory.get();
-        _context = on_nic([&] { return nic->open_context(std::move(memory), async[1], std::move(doorbells)); });
+        _context = _fabric.driver().mail().call(
+            [&] { return nic->open_context(std::move(memory), async[1], std::move(doorbells)); });
         _nic = nic;
         describe(*nic, reply.open_device.device);
         pass.add(async[0], true);
@@ -457,8 +475,8 @@ private:
     }
 
     asio::posix::stream_descriptor _socket;
-    attach_server& _server;
     fabric& _fabric;
+    std::shared_ptr<tally> _tally;
     peer _peer;
     std::string _host;
     bool _greeted = false;
@@ -548,16 +566,15 @@ void attach_server::accept_ready(listener& l) {
             refuse(fd, EACCES);
             continue;
         }
-        const auto user = _sessions_by_user.find(who->uid);
-        const std::uint32_t of_user = user == _sessions_by_user.end() ? 0 : user->second;
-        if (_sessions >= _limits.total || of_user >= _limits.per_user) {
+        const std::uint32_t of_user = _tally->of(who->uid);
+        if (_tally->total >= _limits.total || of_user >= _limits.per_user) {
             _refusals.log(log::attach(), spdlog::level::warn,
                           "{} refused on {}: {} sessions open ({} of this user); the limits are {} and {} a user",
-                          who->describe(), l.host, _sessions, of_user, _limits.total, _limits.per_user);
+                          who->describe(), l.host, _tally->total, of_user, _limits.total, _limits.per_user);
             refuse(fd, EAGAIN);
             continue;
         }
-        std::make_shared<session>(_io, *this, fd, *who, l.host)->start();
+        std::make_shared<session>(_io, _fabric, _tally, fd, *who, l.host)->start();
     }
     if (!_paused) accept_next(l);
 }
@@ -568,16 +585,6 @@ void attach_server::refuse(int fd, int status) {
     reply.status = status;
     send_reply(fd, reply, descriptors{});
     ::close(fd);
-}
-
-void attach_server::session_opened(uid_t uid) {
-    ++_sessions;
-    ++_sessions_by_user[uid];
-}
-
-void attach_server::session_closed(uid_t uid) {
-    --_sessions;
-    if (--_sessions_by_user[uid] == 0) _sessions_by_user.erase(uid);
 }
 
 } // namespace rocefab::control

@@ -38,17 +38,33 @@ public:
                   session_limits limits);
     ~attach_server();
 
-    std::size_t sessions() const { return _sessions; }
+    std::size_t sessions() const { return _tally->total; }
 
 private:
     class session;
     struct listener;
+    // Sessions open, in all and per user; shared with the sessions, which may outlive the
+    // server by a moment while the daemon shuts down.
+    struct tally {
+        std::size_t total = 0;
+        std::map<uid_t, std::uint32_t> by_user;
+        void opened(uid_t uid) {
+            ++total;
+            ++by_user[uid];
+        }
+        void closed(uid_t uid) {
+            --total;
+            if (--by_user[uid] == 0) by_user.erase(uid);
+        }
+        std::uint32_t of(uid_t uid) const {
+            const auto it = by_user.find(uid);
+            return it == by_user.end() ? 0 : it->second;
+        }
+    };
     void accept_next(listener& l);
     void accept_ready(listener& l);
     // Refuses a connection the kernel accepted: a reply with `status`, then the close.
     void refuse(int fd, int status);
-    void session_opened(uid_t uid);
-    void session_closed(uid_t uid);
 
     boost::asio::io_context& _io;
     fabric& _fabric;
@@ -58,8 +74,7 @@ private:
     std::vector<std::unique_ptr<listener>> _listeners;
     boost::asio::steady_timer _pause; // while descriptors are short
     bool _paused = false;
-    std::size_t _sessions = 0;
-    std::map<uid_t, std::uint32_t> _sessions_by_user;
+    std::shared_ptr<tally> _tally = std::make_shared<tally>();
     throttled_log _refusals, _shortage;
 };
 

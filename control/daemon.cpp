@@ -323,6 +323,9 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
             }
         }
         log::daemon().info("fabric {} going down", t.name);
+        // Requests of programs may still be on the data plane; their answers are posted to this
+        // io_context, which must outlive them: wait until the data plane has run them all.
+        fab->driver().mail().call([] {});
     }
     fab->stop();
     fab.reset();

@@ -31,6 +31,8 @@ public:
 
     // Any thread: cuts the data plane's sleep short, or makes its next one return at once.
     void wake();
+    // Any thread, after publishing work: wake() if the data plane sleeps (wake_flag.hpp).
+    void ring() { rocefab::ring(*_flag, _own); }
 
     // The data plane thread: raise the flag, then (after one more look for work) sleep.
     void prepare_to_sleep();

@@ -72,6 +72,18 @@ struct nic_spec {
 // (the peer's MAC on the same subnet, the gateway's otherwise). False when unreachable.
 using neighbour_resolver = std::function<bool(const wire::ipv6_address&, wire::mac_address&)>;
 
+// The device's limits, as ibv_query_device reports them and as the NIC enforces them: past one,
+// a create fails with ENOMEM, as a provider's does when the device is out of that resource.
+namespace limits {
+inline constexpr std::uint32_t max_qp = 65536;
+inline constexpr std::uint32_t max_cq = 65536;
+inline constexpr std::uint32_t max_mr = 65536;
+inline constexpr std::uint32_t max_pd = 65536;
+inline constexpr std::uint32_t max_srq = 65536;
+inline constexpr std::uint32_t max_ah = 65536;
+inline constexpr std::uint32_t max_comp_channels = 65536; // not a device attribute; bounds descriptors
+} // namespace limits
+
 class nic_node final : public node {
 public:
     static constexpr std::uint32_t gid_count = 2;
@@ -169,6 +181,8 @@ public:
 
     // Test access.
     const queue_pair* find_qp_by_number(std::uint32_t qpn) const;
+    // Where the QPN counter stands: a test takes it to the wrap without creating 2^24 QPs.
+    void set_next_qpn_for_test(std::uint32_t qpn) { _next_qpn = qpn & wire::mask24; }
 
 private:
     // requester.cpp
@@ -297,9 +311,12 @@ private:
     std::uint64_t _node_guid;
     nic_counters _counters;
 
+    std::uint32_t allocate_handle();
+    std::uint32_t allocate_key(std::uint32_t handle);
+    std::uint32_t allocate_qpn();
     std::uint32_t _next_handle = 1;
     std::uint32_t _next_qpn = 0x11; // QP0/QP1 are special; ConnectX and rxe start above them
-    std::uint32_t _next_key = 0x100;
+    std::uint32_t _next_key = 0xff; // the first key's index is 0x100
     std::map<std::uint32_t, context_state> _contexts;
     std::map<std::uint32_t, protection_domain> _pds;
     std::unordered_map<std::uint32_t, memory_region> _mrs_by_lkey; // lkey == rkey here
