@@ -11,8 +11,10 @@
 
 #include <cstddef>
 #include <cstring>
+#include <atomic>
 #include <map>
 #include <mutex>
+#include <vector>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -58,7 +60,7 @@ struct rf_cq {
     std::uint32_t slot_count = 0;
     std::size_t map_length = 0;
     std::mutex poll_lock; // ibv_poll_cq may be called from several threads
-    unsigned empty_polls = 0;
+    std::atomic<unsigned> empty_polls{0}; // a hint only: polling threads race on it harmlessly
     bool ex_current = false; // start_poll/next_poll left a CQE current, consumed by the next call
 };
 
@@ -111,7 +113,21 @@ struct rf_context {
     hw::doorbell_queue* doorbells = nullptr;
     int doorbell_fd = -1;
     std::mutex doorbell_lock; // serialises producers of the doorbell queue
+    std::map<std::uint32_t, rf_channel*> channels; // for completion events when the device dies
+    // The daemon plays the device; when it is gone the device is dead (device_fatal.cpp).
+    std::atomic<bool> dead{false};
+    std::mutex death_lock;
+    std::atomic<std::int64_t> next_liveness_check{0}; // CLOCK_MONOTONIC_COARSE nanoseconds
+    std::vector<int> dead_device_pipes;               // write ends standing in for the daemon's
 };
+
+// device_fatal.cpp. What a program sees when the device dies, as with a ConnectX that dies: an
+// IBV_EVENT_DEVICE_FATAL, every outstanding work request completed with a flush error (and the
+// completion events of armed CQs), and every verb after that failing. Idempotent; any thread.
+void device_died(rf_context* ctx);
+// A cheap look whether the daemon is still there, made at most every 10 ms: false once the
+// device is dead (and device_died has run).
+bool device_alive(rf_context* ctx);
 
 // After publishing WQEs on `qp`'s rings (a release store of the producer): queues the QP for
 // the NIC, once however much is posted until the NIC takes it, and wakes the data plane.
@@ -140,9 +156,24 @@ inline rf_cq* cq_of(ibv_cq* c) { return reinterpret_cast<rf_cq*>(c); }
 inline rf_qp* qp_of(ibv_qp* q) { return reinterpret_cast<rf_qp*>(q); }
 
 // Sends a command; returns 0 or the errno value of the transport or of the verb.
+// What undoes an object: on a dead device it succeeds, so that a program can free what it held
+// (as the kernel lets a program destroy the objects of a disassociated device).
+inline bool destroys(attach::op code) {
+    using attach::op;
+    return code == op::dealloc_pd || code == op::dereg_mr || code == op::destroy_comp_channel ||
+           code == op::destroy_cq || code == op::destroy_qp || code == op::destroy_ah || code == op::destroy_srq;
+}
+
+// Sends a command; returns 0 or the errno value of the verb. Once the device is dead, EIO
+// (and 0 for what destroys an object).
 inline int command(ibv_context* context, attach::request& request, attach::reply& reply, int* fd = nullptr) {
-    if (int error = context_of(context)->channel.call(request, reply, fd)) return error;
-    return reply.status;
+    rf_context* ctx = context_of(context);
+    if (fd) *fd = -1;
+    if (!ctx->dead.load(std::memory_order_acquire)) {
+        if (!ctx->channel.call(request, reply, fd)) return reply.status;
+        device_died(ctx); // the daemon's end of the command channel is gone
+    }
+    return destroys(request.code) ? 0 : EIO;
 }
 
 inline attach::request make_request(attach::op code, std::uint32_t handle = 0) {

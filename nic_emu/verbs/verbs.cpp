@@ -43,6 +43,10 @@ using namespace rocefab::verbs;
 
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     rf_qp* qp = qp_of(ibqp);
+    if (context_of(ibqp->context)->dead.load(std::memory_order_acquire)) { // device_fatal.cpp
+        *bad_wr = wr;
+        return EIO;
+    }
     std::lock_guard guard(qp->send_lock);
     hw::ring_header& ring = qp->control->send;
     std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
@@ -154,6 +158,10 @@ int post_receives(hw::ring_header& ring, hw::recv_wqe* slots, std::uint32_t max_
 
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     rf_qp* qp = qp_of(ibqp);
+    if (context_of(ibqp->context)->dead.load(std::memory_order_acquire)) {
+        *bad_wr = wr;
+        return EIO;
+    }
     if (ibqp->state == IBV_QPS_RESET) {
         *bad_wr = wr;
         return EINVAL;
@@ -172,6 +180,10 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     rf_srq* srq = reinterpret_cast<rf_srq*>(ibsrq);
+    if (context_of(ibsrq->context)->dead.load(std::memory_order_acquire)) {
+        *bad_wr = wr;
+        return EIO;
+    }
     int error;
     {
         std::lock_guard guard(srq->lock);
@@ -183,8 +195,8 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 constexpr unsigned empty_polls_before_yield = 4;
 
-int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
-    rf_cq* cq = cq_of(ibcq);
+// Takes up to `entries` completions off the CQ's ring.
+int poll_ring(rf_cq* cq, int entries, ibv_wc* wc) {
     std::lock_guard guard(cq->poll_lock);
     hw::ring_header& ring = cq->control->ring;
     std::uint32_t consumer = ring.consumer.load(std::memory_order_relaxed);
@@ -208,12 +220,20 @@ int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
         out.dlid_path_bits = e.dlid_path_bits;
     }
     ring.consumer.store(consumer, std::memory_order_release);
-    if (n == 0 && cq->empty_polls++ >= empty_polls_before_yield) {
+    return n;
+}
+
+int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
+    rf_cq* cq = cq_of(ibcq);
+    const int n = poll_ring(cq, entries, wc);
+    if (n == 0 && cq->empty_polls.fetch_add(1, std::memory_order_relaxed) >= empty_polls_before_yield) {
         // The "hardware" is a process too. A program that busy-polls an empty CQ on a machine
         // with fewer cores than busy threads would otherwise hold the core the NIC needs to
         // produce the completion it waits for.
-        cq->empty_polls = 0;
+        cq->empty_polls.store(0, std::memory_order_relaxed);
         sched_yield();
+        // Nothing more comes from a dead device: its flush completions are there at once.
+        if (!device_alive(context_of(ibcq->context))) return poll_ring(cq, entries, wc);
     }
     return n;
 }
@@ -384,6 +404,7 @@ int ibv_close_device(ibv_context* context) {
     // Closing the command channel is the daemon's signal to free everything the context
     // still holds, as closing /dev/infiniband/uverbsN is the kernel's.
     if (context->async_fd >= 0) ::close(context->async_fd);
+    for (int fd : ctx->dead_device_pipes) ::close(fd);
     ::close(ctx->doorbell_fd);
     ::munmap(const_cast<wake_flag*>(ctx->wake), 4096);
     ::munmap(ctx->doorbells, hw::doorbell_queue_region_size);
@@ -569,6 +590,9 @@ ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
     channel->channel.fd = fd;
     channel->channel.refcnt = 0;
     channel->handle = reply.handle;
+    rf_context* ctx = context_of(context);
+    std::lock_guard guard(ctx->objects_lock);
+    ctx->channels[reply.handle] = channel;
     return &channel->channel;
 }
 
@@ -578,6 +602,11 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
     attach::request request = make_request(attach::op::destroy_comp_channel, rf->handle);
     attach::reply reply;
     if (int error = command(channel->context, request, reply)) return error;
+    {
+        rf_context* ctx = context_of(channel->context);
+        std::lock_guard guard(ctx->objects_lock);
+        ctx->channels.erase(rf->handle);
+    }
     ::close(channel->fd);
     delete rf;
     return 0;
@@ -657,12 +686,18 @@ int ibv_destroy_cq(ibv_cq* ibcq) {
 
 int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     attach::cq_event_record record;
-    ssize_t got;
-    do {
-        got = ::read(channel->fd, &record, sizeof record);
-    } while (got < 0 && errno == EINTR);
-    if (got != static_cast<ssize_t>(sizeof record)) return -1;
     rf_context* ctx = context_of(channel->context);
+    ssize_t got;
+    for (;;) {
+        do {
+            got = ::read(channel->fd, &record, sizeof record);
+        } while (got < 0 && errno == EINTR);
+        // End of file: the daemon, which held the other end, is gone. The dead device's last
+        // events take the channel's place (device_fatal.cpp); read those.
+        if (got != 0 || ctx->dead.load(std::memory_order_acquire)) break;
+        device_died(ctx);
+    }
+    if (got != static_cast<ssize_t>(sizeof record)) return -1;
     std::lock_guard guard(ctx->objects_lock);
     auto it = ctx->cqs.find(record.cq_handle);
     if (it == ctx->cqs.end()) {
@@ -914,13 +949,19 @@ int ibv_destroy_srq(ibv_srq* ibsrq) {
 
 int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
     attach::async_event_record record;
+    rf_context* ctx = context_of(context);
     ssize_t got;
-    do {
-        got = ::read(context->async_fd, &record, sizeof record);
-    } while (got < 0 && errno == EINTR);
+    for (;;) {
+        do {
+            got = ::read(context->async_fd, &record, sizeof record);
+        } while (got < 0 && errno == EINTR);
+        // End of file: the daemon is gone, and IBV_EVENT_DEVICE_FATAL waits in the pipe that
+        // took the event descriptor's place (device_fatal.cpp).
+        if (got != 0 || ctx->dead.load(std::memory_order_acquire)) break;
+        device_died(ctx);
+    }
     if (got != static_cast<ssize_t>(sizeof record)) return -1;
     event->event_type = static_cast<ibv_event_type>(record.event_type);
-    rf_context* ctx = context_of(context);
     std::lock_guard guard(ctx->objects_lock);
     switch (event->event_type) {
     case IBV_EVENT_CQ_ERR: {
