@@ -136,8 +136,8 @@ public:
             nic::nic_node* nic = _nic;
             const std::uint32_t context = _context;
             _fabric.driver().mail().call([nic, context] { nic->close_context(context); });
-            log::attach().info("{} on {}: closed {}/{} (context {})", _peer.describe(), _host, _host, nic->spec().name,
-                               context);
+            _tally->log.log(log::attach(), spdlog::level::info, "{} on {}: closed {}/{} (context {})",
+                            _peer.describe(), _host, _host, nic->spec().name, context);
         }
         if (_doorbell >= 0) _fabric.driver().mail().waker().remove_doorbell(_doorbell);
         _tally->closed(_peer.uid);
@@ -227,7 +227,8 @@ private:
     }
 
     void refused(const char* what, const std::string& why) {
-        _refusals.log(log::attach(), spdlog::level::info, "{} on {}: {} refused: {}", _peer.describe(), _host, what, why);
+        _tally->refusals.log(log::attach(), spdlog::level::info, "{} on {}: {} refused: {}", _peer.describe(), _host,
+                             what, why);
     }
 
     void handle(const attach::request& request, descriptors& received, const answer_ptr& a) {
@@ -471,7 +472,8 @@ private:
         pass.add(_doorbell, false);
         pass.add(waker.flag_page_fd(), false);
         pass.add(doorbells_fd, true);
-        log::attach().info("{} on {}: opened {}/{} (context {})", _peer.describe(), _host, _host, name, _context);
+        _tally->log.log(log::attach(), spdlog::level::info, "{} on {}: opened {}/{} (context {})", _peer.describe(),
+                        _host, _host, name, _context);
     }
 
     asio::posix::stream_descriptor _socket;
@@ -484,7 +486,6 @@ private:
     std::uint32_t _context = 0;
     nic::process_memory* _memory = nullptr; // owned by the NIC's context, which this session closes
     int _doorbell = -1;
-    throttled_log _refusals;
 };
 
 attach_server::attach_server(asio::io_context& io, fabric& fab, const std::string& runtime_dir, access_policy policy,

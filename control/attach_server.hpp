@@ -48,6 +48,8 @@ private:
     struct tally {
         std::size_t total = 0;
         std::map<uid_t, std::uint32_t> by_user;
+        // Shared by every session: a program may open, close and be refused thousands of times a second.
+        throttled_log log, refusals;
         void opened(uid_t uid) {
             ++total;
             ++by_user[uid];

@@ -3,6 +3,8 @@
 // held back are counted in the next one that goes out.
 #pragma once
 
+#include "dataplane/log.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -18,21 +20,16 @@ public:
     void log(spdlog::logger& logger, spdlog::level::level_enum level, spdlog::format_string_t<Args...> format,
              Args&&... args) {
         if (!logger.should_log(level)) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (now - _last < std::chrono::seconds(1)) {
-            ++_held_back;
-            return;
-        }
+        const auto now = std::chrono::steady_clock::now().time_since_epoch();
+        std::uint64_t held_back = 0;
+        if (!_throttle.admit(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), held_back)) return;
         std::string line = fmt::format(format, std::forward<Args>(args)...);
-        if (_held_back) line += fmt::format(" ({} more like it in the last second not logged)", _held_back);
+        if (held_back) line += fmt::format(" ({} more like it in the last second not logged)", held_back);
         logger.log(level, line);
-        _last = now;
-        _held_back = 0;
     }
 
 private:
-    std::chrono::steady_clock::time_point _last{};
-    std::uint64_t _held_back = 0;
+    log::event_throttle _throttle;
 };
 
 } // namespace rocefab::control

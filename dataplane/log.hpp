@@ -42,6 +42,31 @@ struct levels {
     }
 };
 
+// At most one line a second for an event a program can cause at will (a QP sent to the error
+// state, a refused request, a connection over the limit), so that nobody fills the operator's
+// disk through the daemon. Time is the caller's clock in nanoseconds (sim_time on the data
+// plane, which reads no clock of its own).
+class event_throttle {
+public:
+    static constexpr std::int64_t period = 1'000'000'000;
+    // Whether to log the event at `now`; if so, `held_back` says how many were not logged since
+    // the last line that was.
+    bool admit(std::int64_t now, std::uint64_t& held_back) {
+        if (now < _next) {
+            ++_held_back;
+            return false;
+        }
+        held_back = _held_back;
+        _held_back = 0;
+        _next = now + period;
+        return true;
+    }
+
+private:
+    std::int64_t _next = 0;
+    std::uint64_t _held_back = 0;
+};
+
 // Reads "info" or "warn,nic=debug,attach=trace" into `out`, on top of what it holds. Returns ""
 // or what is wrong, naming the valid levels and components.
 std::string parse_levels(std::string_view text, levels& out);

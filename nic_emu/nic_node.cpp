@@ -323,7 +323,11 @@ bool nic_node::post_completion(completion_queue& cq, const hw::cqe& entry, bool 
         cq.in_error = true;
         cq.control->overflowed.store(1, std::memory_order_relaxed);
         ++_counters.cq_overflow;
-        log::nic().warn("{}: CQ {} overflowed ({} entries); it and its QPs are in error", name(), cq.handle, cq.size);
+        std::uint64_t held_back = 0;
+        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_latest, held_back))
+            log::nic().warn("{}: CQ {} overflowed ({} entries); it and its QPs are in error{}", name(), cq.handle,
+                            cq.size,
+                            held_back ? fmt::format(" ({} more QPs or CQs failed in the last second)", held_back) : "");
         raise_async_event(cq.context, IBV_EVENT_CQ_ERR, cq.handle);
         for (auto& [handle, qp] : _qps)
             if (qp->send_cq == &cq || qp->recv_cq == &cq) enter_error(*qp, "its completion queue overflowed");
@@ -360,8 +364,11 @@ void nic_node::raise_async_event(std::uint32_t context, ibv_event_type type, std
 void nic_node::enter_error(queue_pair& qp, const char* why) {
     release_early(qp); // requests are no longer taken
     if (qp.state != IBV_QPS_ERR) {
-        log::nic().warn("{}: QP {:#x} ({}, to QP {:#x}) went to the error state: {}", name(), qp.qpn,
-                        qp_type_name(qp.type), qp.attr.dest_qp_num, why);
+        std::uint64_t held_back = 0;
+        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_latest, held_back))
+            log::nic().warn("{}: QP {:#x} ({}, to QP {:#x}) went to the error state: {}{}", name(), qp.qpn,
+                            qp_type_name(qp.type), qp.attr.dest_qp_num, why,
+                            held_back ? fmt::format(" ({} more QPs or CQs failed in the last second)", held_back) : "");
         qp.state = IBV_QPS_ERR;
         qp.attr.qp_state = IBV_QPS_ERR;
         // IBA 11.6.2: a QP that enters the error state on its own reports a fatal event.

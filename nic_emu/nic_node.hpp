@@ -6,6 +6,7 @@
 // resource methods (create_qp, modify_qp, ...) through the driver's mailbox.
 #pragma once
 
+#include "dataplane/log.hpp"
 #include "dataplane/node.hpp"
 #include "dataplane/pfc_pause.hpp"
 #include "dataplane/wire/roce_frame.hpp"
@@ -329,6 +330,7 @@ private:
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
     dma_batch _dma;
     sim_time _latest = 0; // the latest time receive() or poll() was given: when flush_dma() answers
+    log::event_throttle _error_log; // QPs and CQs a program can fail at will
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
     bool _current_frame_kept = false;   // ... and now held in a reorder buffer
     // PFC received from the switch (802.1Qbb): each priority may not send before this.

@@ -63,18 +63,20 @@ void flush(rf_qp* qp) {
     hw::ring_header& send = qp->control->send;
     std::uint32_t at = send.consumer.load(std::memory_order_acquire);
     std::uint32_t end = send.producer.load(std::memory_order_relaxed);
-    if (end - at <= send.size)
+    const std::uint32_t send_mask = qp->send_slot_count - 1;
+    if (end - at <= qp->send_slot_count)
         for (; at != end; ++at)
-            complete(cq_of(qp->qp.send_cq), qp->send_slots[at & (send.size - 1)].wr_id,
-                     flushed_opcode(qp->send_slots[at & (send.size - 1)].opcode), qp->qp.qp_num);
+            complete(cq_of(qp->qp.send_cq), qp->send_slots[at & send_mask].wr_id,
+                     flushed_opcode(qp->send_slots[at & send_mask].opcode), qp->qp.qp_num);
     send.consumer.store(end, std::memory_order_release);
     if (qp->qp.srq) return; // an SRQ's receives belong to it, not to the QP
     hw::ring_header& recv = qp->control->recv;
     at = recv.consumer.load(std::memory_order_acquire);
     end = recv.producer.load(std::memory_order_relaxed);
-    if (end - at <= recv.size)
+    if (end - at <= qp->recv_slot_count)
         for (; at != end; ++at)
-            complete(cq_of(qp->qp.recv_cq), qp->recv_slots[at & (recv.size - 1)].wr_id, IBV_WC_RECV, qp->qp.qp_num);
+            complete(cq_of(qp->qp.recv_cq), qp->recv_slots[at & (qp->recv_slot_count - 1)].wr_id, IBV_WC_RECV,
+                     qp->qp.qp_num);
     recv.consumer.store(end, std::memory_order_release);
 }
 

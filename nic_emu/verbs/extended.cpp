@@ -42,7 +42,7 @@ rf_cq* cq_ex_of(ibv_cq_ex* cq) { return reinterpret_cast<rf_cq*>(cq); }
 const hw::cqe& current_cqe(ibv_cq_ex* ibcq) {
     rf_cq* cq = cq_ex_of(ibcq);
     const std::uint32_t consumer = cq->control->ring.consumer.load(std::memory_order_relaxed);
-    return cq->slots[consumer & (cq->control->ring.size - 1)];
+    return cq->slots[consumer & (cq->slot_count - 1)];
 }
 
 void load_current(ibv_cq_ex* ibcq) {
@@ -155,7 +155,7 @@ hw::send_wqe* begin_wqe(ibv_qp_ex* ibqp, ibv_wr_opcode opcode) {
         qp->wr_error = ENOMEM;
         return qp->wr_current = nullptr;
     }
-    hw::send_wqe& w = qp->send_slots[qp->wr_producer & (ring.size - 1)];
+    hw::send_wqe& w = qp->send_slots[qp->wr_producer & (qp->send_slot_count - 1)];
     std::memset(&w, 0, offsetof(hw::send_wqe, sg_list));
     w.wr_id = ibqp->wr_id;
     w.opcode = static_cast<std::uint8_t>(opcode);

@@ -77,6 +77,9 @@ struct rf_qp {
     hw::qp_control* control = nullptr;
     hw::send_wqe* send_slots = nullptr;
     hw::recv_wqe* recv_slots = nullptr;
+    // The rings' sizes, kept here: the shared copies are the program's to scribble on, and a
+    // scribbled size must not send the library's own reads out of the ring.
+    std::uint32_t send_slot_count = 0, recv_slot_count = 0;
     std::size_t map_length = 0;
     ibv_qp_cap cap{};
     bool sq_sig_all = false;
@@ -88,6 +91,7 @@ struct rf_srq {
     ibv_srq srq; // first: ibv_srq* converts back with a cast
     hw::srq_control* control = nullptr;
     hw::recv_wqe* slots = nullptr;
+    std::uint32_t slot_count = 0; // as rf_qp's
     std::size_t map_length = 0;
     std::uint32_t max_wr = 0;
     std::uint32_t max_sge = 0;

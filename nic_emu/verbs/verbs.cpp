@@ -50,7 +50,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     std::lock_guard guard(qp->send_lock);
     hw::ring_header& ring = qp->control->send;
     std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
-    const std::uint32_t mask = ring.size - 1;
+    const std::uint32_t mask = qp->send_slot_count - 1;
     int error = 0;
     for (; wr; wr = wr->next) {
         if (ibqp->state < IBV_QPS_RTS && ibqp->state != IBV_QPS_ERR) {
@@ -130,10 +130,10 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 }
 
 // Receive WQEs into a receive ring, a QP's or an SRQ's; the caller holds the ring's lock.
-int post_receives(hw::ring_header& ring, hw::recv_wqe* slots, std::uint32_t max_wr, std::uint32_t max_sge,
-                  ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+int post_receives(hw::ring_header& ring, hw::recv_wqe* slots, std::uint32_t slot_count, std::uint32_t max_wr,
+                  std::uint32_t max_sge, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
-    const std::uint32_t mask = ring.size - 1;
+    const std::uint32_t mask = slot_count - 1;
     int error = 0;
     for (; wr; wr = wr->next) {
         if (producer - ring.consumer.load(std::memory_order_acquire) >= max_wr) {
@@ -169,8 +169,8 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     int error;
     {
         std::lock_guard guard(qp->recv_lock);
-        error = post_receives(qp->control->recv, qp->recv_slots, qp->cap.max_recv_wr, qp->cap.max_recv_sge, wr,
-                              bad_wr);
+        error = post_receives(qp->control->recv, qp->recv_slots, qp->recv_slot_count, qp->cap.max_recv_wr,
+                              qp->cap.max_recv_sge, wr, bad_wr);
     }
     // The NIC takes receive WQEs when requests arrive; it must look only at a QP in the error
     // state, which flushes them, but telling it costs nothing once the QP is queued.
@@ -187,7 +187,7 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     int error;
     {
         std::lock_guard guard(srq->lock);
-        error = post_receives(srq->control->recv, srq->slots, srq->max_wr, srq->max_sge, wr, bad_wr);
+        error = post_receives(srq->control->recv, srq->slots, srq->slot_count, srq->max_wr, srq->max_sge, wr, bad_wr);
     }
     // Nothing to tell the NIC: it takes an SRQ's WQEs when requests arrive.
     return error;
@@ -203,7 +203,7 @@ int poll_ring(rf_cq* cq, int entries, ibv_wc* wc) {
     const std::uint32_t producer = ring.producer.load(std::memory_order_acquire);
     int n = 0;
     for (; n < entries && consumer != producer; ++n, ++consumer) {
-        const hw::cqe& e = cq->slots[consumer & (ring.size - 1)];
+        const hw::cqe& e = cq->slots[consumer & (cq->slot_count - 1)];
         ibv_wc& out = wc[n];
         out.wr_id = e.wr_id;
         out.status = static_cast<ibv_wc_status>(e.status);
@@ -762,6 +762,8 @@ rf_qp* rocefab::verbs::create_qp_object(ibv_pd* pd, ibv_qp_init_attr* init) {
     qp->send_slots = reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region) + hw::qp_send_slots_offset);
     qp->recv_slots = reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region) + hw::qp_recv_slots_offset(send_slots));
     qp->map_length = length;
+    qp->send_slot_count = send_slots;
+    qp->recv_slot_count = recv_slots;
     qp->cap = reply.create_qp.cap;
     qp->sq_sig_all = init->sq_sig_all != 0;
     ibv_qp& q = qp->qp;
@@ -895,6 +897,7 @@ ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* init) {
     srq->control = static_cast<hw::srq_control*>(region);
     srq->slots = reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region) + hw::srq_slots_offset);
     srq->map_length = length;
+    srq->slot_count = reply.create_srq.slots;
     srq->max_wr = reply.create_srq.attr.max_wr;
     srq->max_sge = reply.create_srq.attr.max_sge;
     ibv_srq& s = srq->srq;

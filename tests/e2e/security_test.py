@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fabric_e2e_test import BUILD, ROCEFAB, TWO_HOSTS, fabric_case, free_tcp_port  # noqa: E402
 
 DEPUTY_PROBE = os.path.join(BUILD, "tests", "e2e", "programs", "deputy-probe")
+ABUSE = os.path.join(BUILD, "tests", "e2e", "programs", "shared-memory-abuse")
 TEST_USER = "rocefab-e2e"
 # Far from where the kernel puts anything by itself: both the probe and the holder map here.
 FIXED_ADDRESS = "0x200000000000"
@@ -270,6 +271,42 @@ class confused_deputy(shared_fabric):
             probe.kill()
         self.assertIn("holder: pid %d uid 0" % victim, holder_out.splitlines(), holder_err + child_err)
         self.check_nothing_reached_the_holder(lines + child_out.splitlines() + holder_out.splitlines())
+
+
+class shared_memory(shared_fabric):
+    def test_truncating_or_scribbling_shared_memory_harms_neither_the_daemon_nor_another_program(self):
+        port = str(free_tcp_port())
+        args = ["-d", "rfab0", "-g", "1", "-s", "4096", "-n", "3000", "-p", port, "-c"]
+        server = self.start_on("h2", "ibv_rc_pingpong", *args)
+        time.sleep(0.5)
+        client = self.start_on("h1", "ibv_rc_pingpong", *args, "127.0.0.1")
+        abuser = self.start_on("h1", ABUSE, "--seconds", "3")
+        try:
+            out, err = abuser.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            # Say where it was stuck before failing.
+            with open("/proc/%d/wchan" % abuser.pid) as f:
+                where = f.read()
+            abuser.kill()
+            out, err = abuser.communicate()
+            self.fail("the abuse program did not finish; it waited in %s\n%s%s\ndaemon log:\n%s" %
+                      (where, out, err, self.daemon_log()[-3000:]))
+        abuse = subprocess.CompletedProcess(abuser.args, abuser.returncode, out, err)
+        client_out, client_err = client.communicate(timeout=300)
+        server_out, server_err = server.communicate(timeout=300)
+        self.assertEqual(abuse.returncode, 0, abuse.stdout + abuse.stderr)
+        # Rings, CQs, the doorbell queue and the wake page: none can be resized, and the wake
+        # page cannot be written.
+        for name in ("rocefab-qp", "rocefab-cq", "rocefab-doorbells", "rocefab-wake"):
+            self.assertRegex(abuse.stdout, name + r".*shrink refused \(EPERM\), grow refused \(EPERM\)")
+        self.assertRegex(abuse.stdout, r"rocefab-wake.*made writable refused.*mapped writable refused.*written refused")
+        self.assertIn("all refused", abuse.stdout)
+        self.assertEqual(client.returncode, 0, client_out + client_err)
+        self.assertEqual(server.returncode, 0, server_out + server_err)
+        self.assertIn("3000 iters", client_out)
+        with open(os.path.join(self.fabric_dir(), "daemon.pid")) as f:
+            os.kill(int(f.read()), 0)  # still there
+        self.assertEqual(self.rocefab("show", "--fabric", self.name).returncode, 0)
 
 
 # Connects COUNT times to PATH and holds the connections until its standard input closes.
