@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace rocefab::control {
@@ -61,6 +62,19 @@ std::string runtime_root() {
 }
 
 std::string runtime_directory(const std::string& name) { return runtime_root() + "/" + name; }
+
+std::string secure_runtime_root() {
+    const std::string root = runtime_root();
+    if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) return "cannot create " + root + ": " + std::strerror(errno);
+    struct stat s{};
+    if (::lstat(root.c_str(), &s) != 0) return "cannot use " + root + ": " + std::strerror(errno);
+    const char* fix = " (remove it, or choose another place with ROCEFAB_RUNTIME_DIR)";
+    if (!S_ISDIR(s.st_mode)) return root + " is not a directory" + fix;
+    if (s.st_uid != ::geteuid() && s.st_uid != 0)
+        return root + " belongs to uid " + std::to_string(s.st_uid) + ", not to this user" + fix;
+    if (s.st_mode & (S_IWGRP | S_IWOTH)) return root + " may be written by other users" + fix;
+    return {};
+}
 
 fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
     std::string error;

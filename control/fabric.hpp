@@ -83,5 +83,9 @@ private:
 // Where a fabric called `name` keeps its sockets, pid and log.
 std::string runtime_directory(const std::string& name);
 std::string runtime_root();
+// Makes sure the runtime root exists and nobody but its owner (this user, or root) can put
+// anything in it: otherwise another user could put a socket of their own where a program looks
+// for the daemon's, and be handed that program's memory. "" or what is wrong with it.
+std::string secure_runtime_root();
 
 } // namespace rocefab::control

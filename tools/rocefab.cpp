@@ -377,6 +377,7 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     if (*sim) return command_sim(scenario_path, output);
+    if (const std::string problem = control::secure_runtime_root(); !problem.empty()) fail(problem);
 
     if (*up) return command_up(config_path, name, foreground);
     if (*down) return command_down(fabric);

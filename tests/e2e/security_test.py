@@ -106,6 +106,17 @@ class owner_only(shared_fabric):
         self.assertEqual(mine.returncode, 0, mine.stderr)
         self.assertIn("rfab0", mine.stdout)
 
+    def test_a_runtime_directory_others_may_write_is_refused(self):
+        """Another user could put a socket of their own where programs look for the daemon's."""
+        with tempfile.TemporaryDirectory(prefix="rocefab-open-") as open_dir:
+            os.chmod(open_dir, 0o777)
+            out = subprocess.run([ROCEFAB, "up", TWO_HOSTS, "--name", "open"], capture_output=True, text=True,
+                                 env=dict(self.env, ROCEFAB_RUNTIME_DIR=open_dir), timeout=60)
+            self.assertEqual(out.returncode, 1)
+            self.assertEqual(out.stderr, "rocefab: %s may be written by other users (remove it, or choose another "
+                                         "place with ROCEFAB_RUNTIME_DIR)\n" % open_dir)
+            self.assertEqual(os.listdir(open_dir), [])
+
     def test_the_sockets_belong_to_the_owner_alone(self):
         for path in (self.attach_socket("h1"), self.attach_socket("h2"), os.path.join(self.fabric_dir(), "control.sock")):
             mode = os.stat(path).st_mode & 0o777
