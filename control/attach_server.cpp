@@ -222,7 +222,10 @@ private:
             } catch (const std::exception&) {
                 a->reply.status = ENOMEM; // the NIC's bookkeeping could not grow
             }
-            asio::post(self->_socket.get_executor(), [self, a] { self->respond(a); });
+            // The references go to the io thread: the session must never be destroyed here, on
+            // the data plane, whose close_context it would wait for.
+            auto executor = self->_socket.get_executor();
+            asio::post(executor, [self = std::move(self), a = std::move(a)] { self->respond(a); });
         });
     }
 
