@@ -14,6 +14,7 @@
 #include <exception>
 #include <functional>
 #include <optional>
+#include <thread>
 #include <memory>
 #include <mutex>
 #include <type_traits>
@@ -34,12 +35,14 @@ public:
         _wakeup.ring(); // a system call only when the data plane sleeps
     }
 
-    // Any thread but the data plane's own (it would wait for itself): runs `fn` on the data
-    // plane thread and returns its result, or rethrows its exception. Blocks until the data
-    // plane runs it, so only while a driver is running.
+    // Any thread: runs `fn` on the data plane thread and returns its result, or rethrows its
+    // exception. Blocks until the data plane runs it, so only while a driver is running. On
+    // the data plane thread itself (a destructor that ends up there) `fn` runs at once: waiting
+    // would wait for itself.
     template <typename Fn>
     auto call(Fn&& fn) -> std::invoke_result_t<std::decay_t<Fn>&> {
         using result = std::invoke_result_t<std::decay_t<Fn>&>;
+        if (_drainer.load(std::memory_order_relaxed) == std::this_thread::get_id()) return fn();
         // std::function needs a copyable closure (so `fn` must be copyable too); the outcome
         // is shared for that reason.
         struct outcome {
@@ -84,6 +87,7 @@ public:
     // they run wait for the next call. Returns whether anything ran.
     bool run_pending() {
         if (!has_pending()) return false;
+        _drainer.store(std::this_thread::get_id(), std::memory_order_relaxed);
         std::deque<std::function<void()>> batch;
         {
             std::lock_guard lock(_mutex);
@@ -130,6 +134,7 @@ private:
     std::deque<std::function<void()>> _queue;
     wakeup _wakeup;
     std::atomic<bool> _pending{false};
+    std::atomic<std::thread::id> _drainer{}; // the thread that runs the closures
     std::atomic<std::uint64_t> _failed{0};
 };
 

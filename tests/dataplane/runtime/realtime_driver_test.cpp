@@ -128,6 +128,17 @@ TEST(mailbox_test, call_runs_on_the_data_plane_thread_and_returns_the_result) {
     EXPECT_EQ(side, 7);
 }
 
+TEST(mailbox_test, a_call_made_on_the_data_plane_thread_runs_at_once_instead_of_waiting_for_itself) {
+    mailbox box;
+    drain_thread dp(box);
+    // A closure whose work ends in a call (a destructor that ran on the data plane, say).
+    const auto [value, where] = box.call([&box] {
+        return box.call([] { return std::pair{7, std::this_thread::get_id()}; });
+    });
+    EXPECT_EQ(value, 7);
+    EXPECT_EQ(where, dp.id());
+}
+
 TEST(mailbox_test, call_rethrows_the_closures_exception_to_the_caller) {
     mailbox box;
     drain_thread dp(box);
