@@ -1,5 +1,7 @@
 #include "control/access.hpp"
 
+#include "nic_emu/descriptor_passing.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -115,36 +117,17 @@ int create_file_as(const peer& who, const std::string& path, std::string& error)
                 result = errno;
             else if ((opened = ::open(path.c_str(), flags, 0644)) < 0)
                 result = errno;
-            iovec io{&result, sizeof result};
-            msghdr message{};
-            message.msg_iov = &io;
-            message.msg_iovlen = 1;
-            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-            if (opened >= 0) {
-                message.msg_control = control;
-                message.msg_controllen = sizeof control;
-                cmsghdr* c = CMSG_FIRSTHDR(&message);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                std::memcpy(CMSG_DATA(c), &opened, sizeof opened);
-            }
-            ::sendmsg(channel[1], &message, MSG_NOSIGNAL);
+            send_with_descriptors(channel[1], &result, sizeof result,
+                                  opened >= 0 ? std::span<const int>(&opened, 1) : std::span<const int>());
             ::_exit(0);
         }
         ::close(channel[1]);
         int result = child < 0 ? errno : EIO;
         if (child > 0) {
-            iovec io{&result, sizeof result};
-            msghdr message{};
-            message.msg_iov = &io;
-            message.msg_iovlen = 1;
-            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-            message.msg_control = control;
-            message.msg_controllen = sizeof control;
-            if (::recvmsg(channel[0], &message, MSG_CMSG_CLOEXEC) != sizeof result) result = EIO;
-            for (cmsghdr* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+            const received_datagram got = receive_with_descriptors(channel[0], &result, sizeof result);
+            if (got.length != sizeof result) result = EIO;
+            if (got.fd_count) fd = got.fds[0];
+            for (std::size_t i = 1; i < got.fd_count; ++i) ::close(got.fds[i]);
             ::waitpid(child, nullptr, 0);
         }
         ::close(channel[0]);

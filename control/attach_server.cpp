@@ -3,6 +3,7 @@
 #include "control/daemon.hpp"
 #include "dataplane/log.hpp"
 #include "nic_emu/attach_protocol.hpp"
+#include "nic_emu/descriptor_passing.hpp"
 #include "nic_emu/process_memory.hpp"
 
 #include <boost/asio/post.hpp>
@@ -53,26 +54,7 @@ struct descriptors {
 };
 
 bool send_reply(int fd, const attach::reply& reply, const descriptors& pass) {
-    iovec io{const_cast<attach::reply*>(&reply), sizeof reply};
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * attach::max_fds)];
-    if (pass.count) {
-        std::memset(control, 0, sizeof control);
-        message.msg_control = control;
-        message.msg_controllen = CMSG_SPACE(sizeof(int) * pass.count);
-        cmsghdr* c = CMSG_FIRSTHDR(&message);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * pass.count);
-        std::memcpy(CMSG_DATA(c), pass.fds.data(), sizeof(int) * pass.count);
-    }
-    ssize_t sent;
-    do {
-        sent = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (sent < 0 && errno == EINTR);
-    return sent == static_cast<ssize_t>(sizeof reply);
+    return send_with_descriptors(fd, &reply, sizeof reply, {pass.fds.data(), pass.count}, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void describe(const nic::nic_node& nic, attach::device_info& out) {
@@ -168,36 +150,16 @@ private:
 
     void on_readable() {
         attach::request request;
-        descriptors received;
-        iovec io{&request, sizeof request};
-        msghdr message{};
-        message.msg_iov = &io;
-        message.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * attach::max_fds)];
-        message.msg_control = control;
-        message.msg_controllen = sizeof control;
-        ssize_t got;
-        do {
-            got = ::recvmsg(_socket.native_handle(), &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        } while (got < 0 && errno == EINTR);
-        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return wait();
-        if (got <= 0) return; // closed: the last reference goes, and the destructor cleans up
+        const received_datagram got =
+            receive_with_descriptors(_socket.native_handle(), &request, sizeof request, MSG_DONTWAIT);
+        if (got.length < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return wait();
         // Whatever descriptors came are the daemon's now: kept only if the request needs them.
-        for (cmsghdr* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-            const std::size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (std::size_t i = 0; i < n; ++i) {
-                int fd;
-                std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                if (received.count < attach::max_fds)
-                    received.add(fd, true);
-                else
-                    ::close(fd);
-            }
-        }
+        descriptors received;
+        for (std::size_t i = 0; i < got.fd_count; ++i) received.add(got.fds[i], true);
+        if (got.length <= 0) return; // closed: the last reference goes, and the destructor cleans up
         auto a = std::make_shared<answer>();
         a->code = request.code;
-        if (got != static_cast<ssize_t>(sizeof request) || (message.msg_flags & MSG_TRUNC)) {
+        if (got.length != static_cast<ssize_t>(sizeof request) || got.truncated) {
             a->reply.status = EINVAL;
             refused("a request", "it is not a request of this protocol version");
             return respond(a, false);

@@ -6,12 +6,6 @@ namespace rocefab::nic {
 
 namespace {
 
-std::size_t total(std::span<const iovec> v) {
-    std::size_t n = 0;
-    for (const auto& e : v) n += e.iov_len;
-    return n;
-}
-
 // Copies between two scatter lists of equal total length.
 void copy_lists(std::span<const iovec> to, std::span<const iovec> from) {
     std::size_t ti = 0, to_off = 0;
@@ -33,13 +27,13 @@ void copy_lists(std::span<const iovec> to, std::span<const iovec> from) {
 } // namespace
 
 bool local_address_space::read(std::span<const iovec> local, std::span<const iovec> remote) {
-    if (total(local) != total(remote)) return false;
+    if (total_length(local) != total_length(remote)) return false;
     copy_lists(local, remote);
     return true;
 }
 
 bool local_address_space::write(std::span<const iovec> local, std::span<const iovec> remote) {
-    if (total(local) != total(remote)) return false;
+    if (total_length(local) != total_length(remote)) return false;
     copy_lists(remote, local);
     return true;
 }

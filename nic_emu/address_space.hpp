@@ -10,6 +10,13 @@
 
 namespace rocefab::nic {
 
+// The bytes a scatter list covers.
+inline std::size_t total_length(std::span<const iovec> v) {
+    std::size_t n = 0;
+    for (const auto& e : v) n += e.iov_len;
+    return n;
+}
+
 class address_space {
 public:
     virtual ~address_space() = default;

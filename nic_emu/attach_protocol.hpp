@@ -65,7 +65,7 @@ struct device_info {
 
 inline constexpr std::size_t open_device_request_fds = 2; // mem, maps
 inline constexpr std::size_t open_device_reply_fds = 4;   // async events, doorbell, wake page, doorbell queue
-inline constexpr std::size_t max_fds = 4;                 // on any message
+inline constexpr std::size_t max_fds = 4;                 // on any message (descriptor_passing.hpp)
 
 struct request {
     op code;

@@ -14,12 +14,6 @@ namespace rocefab::nic {
 
 namespace {
 
-std::size_t total(std::span<const iovec> v) {
-    std::size_t n = 0;
-    for (const auto& e : v) n += e.iov_len;
-    return n;
-}
-
 // Whether `fd` is procfs's file `/proc/PID/name`, open with `access` (O_RDONLY or O_RDWR).
 bool is_proc_file(int fd, pid_t pid, std::string_view name, int access, std::string& why) {
     struct statfs fs{};
@@ -78,7 +72,7 @@ bool process_memory::write(std::span<const iovec> local, std::span<const iovec> 
 }
 
 bool process_memory::transfer(bool write, std::span<const iovec> local, std::span<const iovec> remote) {
-    if (total(local) != total(remote)) return false;
+    if (total_length(local) != total_length(remote)) return false;
     // One system call for each run of contiguous remote ranges (consecutive packets of a message
     // land next to each other), gathering the local pieces that fill it. The file's offset is
     // the address in the program.

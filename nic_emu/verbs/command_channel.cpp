@@ -1,5 +1,7 @@
 #include "nic_emu/verbs/command_channel.hpp"
 
+#include "nic_emu/descriptor_passing.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -40,31 +42,14 @@ int command_channel::connect_and_hello(attach::reply& hello_reply) {
 
 int command_channel::receive(attach::reply& reply, std::span<int> received_fds, int flags) {
     for (int& fd : received_fds) fd = -1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * attach::max_fds)];
-    iovec io{&reply, sizeof reply};
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    ssize_t got;
-    do {
-        got = ::recvmsg(_fd, &message, MSG_CMSG_CLOEXEC | flags);
-    } while (got < 0 && errno == EINTR);
-    std::size_t next = 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (std::size_t i = 0; i < count; ++i) {
-            int fd;
-            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-            if (next < received_fds.size())
-                received_fds[next++] = fd;
-            else
-                ::close(fd);
-        }
+    const received_datagram got = receive_with_descriptors(_fd, &reply, sizeof reply, flags);
+    for (std::size_t i = 0; i < got.fd_count; ++i) {
+        if (i < received_fds.size())
+            received_fds[i] = got.fds[i];
+        else
+            ::close(got.fds[i]);
     }
-    return got == static_cast<ssize_t>(sizeof reply) ? 0 : EIO;
+    return got.length == static_cast<ssize_t>(sizeof reply) ? 0 : EIO;
 }
 
 int command_channel::call(const attach::request& request, attach::reply& reply, std::span<const int> send_fds,
@@ -72,26 +57,7 @@ int command_channel::call(const attach::request& request, attach::reply& reply, 
     std::lock_guard guard(_lock);
     for (int& fd : received_fds) fd = -1;
     if (_fd < 0) return ENODEV;
-    iovec io{const_cast<attach::request*>(&request), sizeof request};
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * attach::max_fds)];
-    if (!send_fds.empty() && send_fds.size() <= attach::max_fds) {
-        std::memset(control, 0, sizeof control);
-        message.msg_control = control;
-        message.msg_controllen = CMSG_SPACE(sizeof(int) * send_fds.size());
-        cmsghdr* c = CMSG_FIRSTHDR(&message);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * send_fds.size());
-        std::memcpy(CMSG_DATA(c), send_fds.data(), sizeof(int) * send_fds.size());
-    }
-    ssize_t sent;
-    do {
-        sent = ::sendmsg(_fd, &message, MSG_NOSIGNAL);
-    } while (sent < 0 && errno == EINTR);
-    if (sent != static_cast<ssize_t>(sizeof request)) {
+    if (!send_with_descriptors(_fd, &request, sizeof request, send_fds)) {
         // A daemon that refuses a connection (too many sessions) answers at once and hangs up:
         // its answer may be waiting although the request could not go.
         if (receive(reply, received_fds, MSG_DONTWAIT) == 0) return 0;

@@ -119,6 +119,17 @@ void device_died(rf_context* ctx) {
     if (ctx->verbs.context.async_fd >= 0) replace_with_pipe(ctx, ctx->verbs.context.async_fd, &fatal, sizeof fatal);
 }
 
+bool read_event(rf_context* ctx, int fd, void* record, std::size_t length) {
+    for (;;) {
+        ssize_t got;
+        do {
+            got = ::read(fd, record, length);
+        } while (got < 0 && errno == EINTR);
+        if (got != 0 || ctx->dead.load(std::memory_order_acquire)) return got == static_cast<ssize_t>(length);
+        device_died(ctx);
+    }
+}
+
 bool device_alive(rf_context* ctx) {
     if (ctx->dead.load(std::memory_order_acquire)) return false;
     const std::int64_t now = coarse_now();

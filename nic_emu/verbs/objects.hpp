@@ -132,6 +132,10 @@ void device_died(rf_context* ctx);
 // A cheap look whether the daemon is still there, made at most every 10 ms: false once the
 // device is dead (and device_died has run).
 bool device_alive(rf_context* ctx);
+// Reads one event record from a completion channel or the async descriptor. End of file means
+// the daemon, which held the other end, is gone: the dead device's last events take the
+// descriptor's place, and those are read. False if no whole record came.
+bool read_event(rf_context* ctx, int fd, void* record, std::size_t length);
 
 // After publishing WQEs on `qp`'s rings (a release store of the producer): queues the QP for
 // the NIC, once however much is posted until the NIC takes it, and wakes the data plane.

@@ -687,17 +687,7 @@ int ibv_destroy_cq(ibv_cq* ibcq) {
 int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     attach::cq_event_record record;
     rf_context* ctx = context_of(channel->context);
-    ssize_t got;
-    for (;;) {
-        do {
-            got = ::read(channel->fd, &record, sizeof record);
-        } while (got < 0 && errno == EINTR);
-        // End of file: the daemon, which held the other end, is gone. The dead device's last
-        // events take the channel's place (device_fatal.cpp); read those.
-        if (got != 0 || ctx->dead.load(std::memory_order_acquire)) break;
-        device_died(ctx);
-    }
-    if (got != static_cast<ssize_t>(sizeof record)) return -1;
+    if (!read_event(ctx, channel->fd, &record, sizeof record)) return -1;
     std::lock_guard guard(ctx->objects_lock);
     auto it = ctx->cqs.find(record.cq_handle);
     if (it == ctx->cqs.end()) {
@@ -953,17 +943,7 @@ int ibv_destroy_srq(ibv_srq* ibsrq) {
 int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
     attach::async_event_record record;
     rf_context* ctx = context_of(context);
-    ssize_t got;
-    for (;;) {
-        do {
-            got = ::read(context->async_fd, &record, sizeof record);
-        } while (got < 0 && errno == EINTR);
-        // End of file: the daemon is gone, and IBV_EVENT_DEVICE_FATAL waits in the pipe that
-        // took the event descriptor's place (device_fatal.cpp).
-        if (got != 0 || ctx->dead.load(std::memory_order_acquire)) break;
-        device_died(ctx);
-    }
-    if (got != static_cast<ssize_t>(sizeof record)) return -1;
+    if (!read_event(ctx, context->async_fd, &record, sizeof record)) return -1;
     event->event_type = static_cast<ibv_event_type>(record.event_type);
     std::lock_guard guard(ctx->objects_lock);
     switch (event->event_type) {

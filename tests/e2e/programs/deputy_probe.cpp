@@ -24,6 +24,8 @@
 // says "done" into the other FIFO; the holder then checks its page and prints "holder: intact"
 // or "holder: overwritten". The test compares the bytes read with the secret.
 
+#include "tests/e2e/programs/connect_qp.hpp"
+
 #include <infiniband/verbs.h>
 
 #include <sys/mman.h>
@@ -129,36 +131,12 @@ ibv_qp* make_qp(side& s) {
 }
 
 void bring_up(ibv_qp* qp, const ibv_gid& remote_gid, std::uint32_t remote_qpn) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = access_all;
-    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) die("to INIT");
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = remote_qpn;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.dgid = remote_gid;
-    a.ah_attr.grh.sgid_index = 1;
-    a.ah_attr.grh.hop_limit = 64;
-    if (ibv_modify_qp(qp, &a,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-        die("to RTR");
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 12;
-    a.retry_cnt = 2;
-    a.rnr_retry = 2;
-    a.max_rd_atomic = 1;
-    if (ibv_modify_qp(qp, &a,
-                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                          IBV_QP_MAX_QP_RD_ATOMIC))
-        die("to RTS");
+    const char* step = nullptr;
+    if (rocefab::test_programs::connect_qp(qp, remote_gid, remote_qpn,
+                                           {.timeout = 12, .retry_cnt = 2, .rnr_retry = 2, .min_rnr_timer = 1,
+                                            .access = access_all},
+                                           &step))
+        die(std::string("to ") + step + " failed");
 }
 
 // A QP on `target` (the side whose memory the rkey names) connected to one on `requester`.

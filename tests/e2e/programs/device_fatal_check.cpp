@@ -12,6 +12,8 @@
 // It prints "noticed at NS" (CLOCK_REALTIME) as soon as that returns, then checks the rest and
 // prints one line per finding, "ok" at the end; it exits 1 if anything differed.
 
+#include "tests/e2e/programs/connect_qp.hpp"
+
 #include <infiniband/verbs.h>
 
 #include <cerrno>
@@ -81,35 +83,10 @@ void open_side(side& s, const char* socket) {
 }
 
 void bring_up(side& s, const side& peer) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) die("INIT");
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = peer.qp->qp_num;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.dgid = peer.gid;
-    a.ah_attr.grh.sgid_index = 1;
-    a.ah_attr.grh.hop_limit = 64;
-    if (ibv_modify_qp(s.qp, &a,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-        die("RTR");
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7; // for ever
-    a.max_rd_atomic = 1;
-    if (ibv_modify_qp(s.qp, &a,
-                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                          IBV_QP_MAX_QP_RD_ATOMIC))
-        die("RTS");
+    const char* step = nullptr;
+    // The peer never posts a receive: rnr_retry 7 keeps the SEND waiting for ever.
+    if (rocefab::test_programs::connect_qp(s.qp, peer.gid, peer.qp->qp_num, {.rnr_retry = 7, .min_rnr_timer = 1}, &step))
+        die(std::string("to ") + step + " failed");
 }
 
 } // namespace

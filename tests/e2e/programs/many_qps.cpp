@@ -9,6 +9,7 @@
 // The QPs use ConnectX's default transport timers as perftest sets them (timeout 14, about
 // 67 ms; retry_cnt 7): with a NIC that keeps up, none of them expires.
 
+#include "tests/e2e/programs/connect_qp.hpp"
 #include "tools/tcp_rendezvous.hpp"
 
 #include <infiniband/verbs.h>
@@ -145,39 +146,13 @@ int main(int argc, char** argv) {
 
     const auto connecting = std::chrono::steady_clock::now();
     for (std::uint32_t i = 0; i < count; ++i) {
-        ibv_qp_attr a{};
-        a.qp_state = IBV_QPS_INIT;
-        a.port_num = 1;
-        a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-        if (ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-            die("to INIT failed");
-        a = {};
-        a.qp_state = IBV_QPS_RTR;
-        a.path_mtu = IBV_MTU_1024;
-        a.dest_qp_num = theirs[i].qpn;
-        a.rq_psn = theirs[i].psn;
-        a.max_dest_rd_atomic = 1;
-        a.min_rnr_timer = 12;
-        a.ah_attr.is_global = 1;
-        a.ah_attr.port_num = 1;
-        a.ah_attr.grh.dgid = their_gid;
-        a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index);
-        a.ah_attr.grh.hop_limit = 64;
-        if (ibv_modify_qp(qps[i], &a,
-                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-            die("to RTR failed");
-        a = {};
-        a.qp_state = IBV_QPS_RTS;
-        a.timeout = 14;
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.sq_psn = mine[i].psn;
-        a.max_rd_atomic = 1;
-        if (ibv_modify_qp(qps[i], &a,
-                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                              IBV_QP_MAX_QP_RD_ATOMIC))
-            die("to RTS failed");
+        const char* step = nullptr;
+        if (rocefab::test_programs::connect_qp(qps[i], their_gid, theirs[i].qpn,
+                                               {.sq_psn = mine[i].psn, .rq_psn = theirs[i].psn,
+                                                .access = IBV_ACCESS_REMOTE_WRITE,
+                                                .gid_index = static_cast<std::uint8_t>(gid_index)},
+                                               &step))
+            die(std::string("to ") + step + " failed");
     }
     const double connect_seconds = seconds_since(connecting);
 

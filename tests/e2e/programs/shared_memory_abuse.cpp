@@ -17,6 +17,8 @@
 // exits 0 if every resize was refused and the wake page stayed read-only. The test runs a
 // healthy program beside it and checks that the daemon and that program never noticed.
 
+#include "tests/e2e/programs/connect_qp.hpp"
+
 #include <infiniband/verbs.h>
 
 #include <fcntl.h>
@@ -98,36 +100,22 @@ int main(int argc, char** argv) {
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_RESET;
         ibv_modify_qp(qp, &a, IBV_QP_STATE);
+        if (qp->qp_type != IBV_QPT_UD) {
+            rocefab::test_programs::connect_qp(qp, gid, qp->qp_num,
+                                               {.timeout = 10, .retry_cnt = 1, .rnr_retry = 1,
+                                                .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ});
+            return;
+        }
         a = {};
         a.qp_state = IBV_QPS_INIT;
         a.port_num = 1;
         a.qkey = 0x11111111;
-        a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-        const bool ud = qp->qp_type == IBV_QPT_UD;
-        ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS));
-        a = {};
-        a.qp_state = IBV_QPS_RTR;
-        a.path_mtu = IBV_MTU_1024;
-        a.dest_qp_num = qp->qp_num;
-        a.max_dest_rd_atomic = 1;
-        a.ah_attr.is_global = 1;
-        a.ah_attr.port_num = 1;
-        a.ah_attr.grh.dgid = gid;
-        a.ah_attr.grh.sgid_index = 1;
-        ibv_modify_qp(qp, &a,
-                      ud ? IBV_QP_STATE
-                         : IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                               (qp->qp_type == IBV_QPT_RC ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
-        a = {};
-        a.qp_state = IBV_QPS_RTS;
-        a.timeout = 10;
-        a.retry_cnt = 1;
-        a.rnr_retry = 1;
-        a.max_rd_atomic = 1;
-        ibv_modify_qp(qp, &a,
-                      qp->qp_type == IBV_QPT_RC ? IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                                      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC
-                                                : IBV_QP_STATE | IBV_QP_SQ_PSN);
+        ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+        for (ibv_qp_state next : {IBV_QPS_RTR, IBV_QPS_RTS}) {
+            a = {};
+            a.qp_state = next;
+            ibv_modify_qp(qp, &a, next == IBV_QPS_RTS ? IBV_QP_STATE | IBV_QP_SQ_PSN : IBV_QP_STATE);
+        }
     };
     for (ibv_qp* qp : qps) bring_up(qp);
 
