@@ -8,7 +8,7 @@
 // (the BTH's destination QP) and fix up its lengths, IPv4 header checksum and ICRC
 // (support/roce_fixup.hpp): with the seeds' addresses, PSNs and keys, mutations then reach deep
 // states instead of stopping at the ICRC check. Flags also let the application reap completions,
-// repost receives and post more requests between frames.
+// repost receives, post more requests and move the rc QP through SQD, ERR and RESET between frames.
 //
 // Besides the sanitizers (and the poisoned guards around the registered memory, which make any
 // access outside a registered range a report): every frame the NIC sends is a valid RoCE frame
@@ -90,6 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             clock.settle(nic);
             if (r.flags & nut::flag::replenish) dut.replenish();
             if (r.flags & nut::flag::post_more) dut.post_more();
+            if (r.flags & nut::flag::cycle_state) dut.cycle_rc_state(clock.now());
             clock.advance(nic, fuzz::advance_of(r.advance));
         }
         clock.advance(nic, milliseconds(5)); // timers: retransmission, RNR, gaps

@@ -419,6 +419,22 @@ void nic_seeds(const std::filesystem::path& root) {
         out.write("rc_transport_timeout", timeout);
     }
 
+    {
+        // The application moves rc through SQD, RTS, ERR and RESET (back to RTS) while responses
+        // and requests are held ahead of gaps.
+        const std::uint8_t cycle = rc | f::cycle_state;
+        story st(0);
+        st.add(rc, roce(response(op::rc_rdma_read_response_last, nut::read_psn + 2, syn::ack(31), 3), pattern(952, 5)));
+        st.add(rc, roce(to(nut::rc, op::rc_send_only, nut::rq_psn + 2), pattern(8)));
+        st.add(cycle, roce(response(op::rc_acknowledge, nut::send_psn, syn::ack(31), 1)), us1); // to SQD
+        st.add(cycle, roce(response(op::rc_acknowledge, nut::write_psn + 1, syn::ack(31), 2)), us1); // to RTS
+        st.add(cycle, roce(to(nut::rc, op::rc_send_only, nut::rq_psn), pattern(8)), us1); // to ERR
+        st.add(cycle, roce(to(nut::rc, op::rc_send_only, nut::rq_psn + 1), pattern(8)), us1); // RESET, RTS
+        st.add(rc | f::post_more, roce(to(nut::rc, op::rc_send_only, nut::rq_psn), pattern(8)), us100);
+        st.add(rc, roce(response(op::rc_acknowledge, nut::sq_psn + 2, syn::ack(31), 3)), us1);
+        out.write("rc_state_cycle", st);
+    }
+
     // -- UC, UD, the SRQ over IPv6
     out.write("uc_send_only", story(0).add(uc, roce(to(nut::uc, op::uc_send_only, nut::rq_psn), pattern(100))));
     {

@@ -97,6 +97,7 @@ inline constexpr std::uint8_t fix_lengths = 1 << 3;
 inline constexpr std::uint8_t seal = 1 << 4;      // IPv4 header checksum and ICRC
 inline constexpr std::uint8_t replenish = 1 << 5; // afterwards the application reaps CQEs and reposts receives
 inline constexpr std::uint8_t post_more = 1 << 6; // afterwards the application posts READ, fetch-and-add, SEND on rc
+inline constexpr std::uint8_t cycle_state = 1 << 7; // afterwards the application moves rc on (cycle_rc_state)
 } // namespace flag
 
 namespace detail {
@@ -159,6 +160,35 @@ public:
         post_send(_qps[rc], IBV_WR_RDMA_READ, read_into, 1000, peer_va + 0x4000, peer_rkey);
         post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, atomic_into + 16, peer_va + 0x2010, 3, 0);
         post_send(_qps[rc], IBV_WR_SEND, send_from, 20);
+    }
+
+    // The application moves the rc QP one step along a cycle: to SQD (asking for the drained
+    // event), back to RTS, to ERR, then through RESET back to RTS with the peer and PSNs of the
+    // start. A step the QP's state does not allow (it went to ERR on its own) is refused, as
+    // ibv_modify_qp would refuse it.
+    void cycle_rc_state(sim_time now) {
+        ibv_qp_attr a{};
+        switch (_cycle++ % 4) {
+        case 0:
+            a.qp_state = IBV_QPS_SQD;
+            a.en_sqd_async_notify = 1;
+            (void)_nic->modify_qp(_context, _qps[rc].handle, a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY, now);
+            break;
+        case 1:
+            a.qp_state = IBV_QPS_RTS;
+            (void)_nic->modify_qp(_context, _qps[rc].handle, a, IBV_QP_STATE, now);
+            break;
+        case 2:
+            a.qp_state = IBV_QPS_ERR;
+            (void)_nic->modify_qp(_context, _qps[rc].handle, a, IBV_QP_STATE, now);
+            break;
+        default:
+            a.qp_state = IBV_QPS_RESET;
+            detail::check(_nic->modify_qp(_context, _qps[rc].handle, a, IBV_QP_STATE, now), "rc to RESET");
+            connect(_qps[rc], IBV_QPT_RC, 1, peer_qpn[rc], _config & config_bit::one_rd_atomic, now);
+            post_receives();
+            break;
+        }
     }
 
 private:
@@ -281,26 +311,27 @@ private:
     }
 
     // RESET -> INIT -> RTR -> RTS with what IBA 10.3.1 Table 93 asks of the transport.
-    void connect(const qp_ring& q, ibv_qp_type type, std::uint8_t sgid_index, std::uint32_t dest_qpn, bool one_rd_atomic) {
+    void connect(const qp_ring& q, ibv_qp_type type, std::uint8_t sgid_index, std::uint32_t dest_qpn, bool one_rd_atomic,
+                 sim_time now = 0) {
         nic_node& n = *_nic;
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_INIT;
         a.port_num = 1;
         if (type == IBV_QPT_UD) {
             a.qkey = qkey;
-            detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0),
+            detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, now),
                           "UD to INIT");
             a = {};
             a.qp_state = IBV_QPS_RTR;
-            detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE, 0), "UD to RTR");
+            detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE, now), "UD to RTR");
             a = {};
             a.qp_state = IBV_QPS_RTS;
             a.sq_psn = sq_psn;
-            detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_SQ_PSN, 0), "UD to RTS");
+            detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_SQ_PSN, now), "UD to RTS");
             return;
         }
         a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
-        detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0),
+        detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, now),
                       "to INIT");
         a = {};
         a.qp_state = IBV_QPS_RTR;
@@ -317,7 +348,7 @@ private:
         std::memcpy(a.ah_attr.grh.dgid.raw, peer.bytes.data(), 16);
         int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
         if (type == IBV_QPT_RC) mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-        detail::check(n.modify_qp(_context, q.handle, a, mask, 0), "to RTR");
+        detail::check(n.modify_qp(_context, q.handle, a, mask, now), "to RTR");
         a = {};
         a.qp_state = IBV_QPS_RTS;
         a.sq_psn = sq_psn;
@@ -329,7 +360,7 @@ private:
             a.max_rd_atomic = one_rd_atomic ? 1 : 4;
             mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
         }
-        detail::check(n.modify_qp(_context, q.handle, a, mask, 0), "to RTS");
+        detail::check(n.modify_qp(_context, q.handle, a, mask, now), "to RTS");
     }
 
     static void post_recv(hw::ring_header& ring, hw::recv_wqe* slots, std::uint64_t wr_id, std::uint64_t a,
@@ -402,6 +433,7 @@ private:
     hw::srq_control* _srq = nullptr;
     hw::recv_wqe* _srq_slots = nullptr;
     std::array<qp_ring, qp_count> _qps{};
+    unsigned _cycle = 0;
 };
 
 } // namespace rocefab::fuzz::nic_under_test
