@@ -3,12 +3,16 @@
 #include "control/node_specs.hpp"
 
 #include "dataplane/eal.hpp"
+#include "dataplane/log.hpp"
 
 #include <cerrno>
+#include <fcntl.h>
+#include <utility>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <system_error>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,12 +22,10 @@ namespace {
 
 // Named as `rdma resource show qp` names them, plus the ring indices that show where work waits.
 nlohmann::json qp_json(const nic::nic_node::qp_view& q) {
-    static constexpr const char* states[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-    const char* type = q.type == IBV_QPT_RC ? "RC" : q.type == IBV_QPT_UC ? "UC" : q.type == IBV_QPT_UD ? "UD" : "?";
     return {{"lqpn", q.qpn},
             {"rqpn", q.dest_qpn},
-            {"type", type},
-            {"state", q.state <= IBV_QPS_ERR ? states[q.state] : "?"},
+            {"type", nic::qp_type_name(q.type)},
+            {"state", nic::qp_state_name(q.state)},
             {"sq-psn", q.sq_psn},
             {"rq-psn", q.rq_psn},
             {"last-acked-psn", q.last_acked_psn},
@@ -111,21 +113,20 @@ fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
         _wiring.link_at(_cables.back().second).set_up(l.params.up);
     }
     _wiring.attach_all(_pool);
-    // Every source of work rings the doorbell (programs posting WQEs, the mailbox) or is a known
+    // Every source of work rings a doorbell (programs posting WQEs, the mailbox) or is a known
     // time (frames in flight, node timers), so an idle fabric may sleep long: it costs no core.
     backoff_policy policy;
     policy.max_sleep = milliseconds(20);
-    _driver = std::make_unique<realtime_driver>(_wiring, policy);
-    if (!nic::shared_region::create("rocefab-doorbell", 4096, _doorbell_page, _doorbell_fd))
-        throw std::runtime_error(std::string("cannot create the doorbell page: ") + std::strerror(errno));
-    _driver->mail().use_doorbell(new (_doorbell_page.base()) doorbell);
+    try {
+        _driver = std::make_unique<realtime_driver>(_wiring, policy);
+    } catch (const std::system_error& e) {
+        throw std::runtime_error(std::string("cannot set up the data plane's wake-up: ") + e.what());
+    }
 }
 
 fabric::~fabric() {
     stop();
     while (!_captures.empty()) stop_capture(_captures.begin()->first);
-    _driver->mail().use_doorbell(nullptr);
-    if (_doorbell_fd >= 0) ::close(_doorbell_fd);
     // Nodes hold mbufs in their queues; the pool itself lives as long as the EAL.
 }
 
@@ -139,7 +140,16 @@ struct fabric::capture final : frame_tap {
 };
 
 std::string fabric::start_capture(const std::string& endpoint, const std::string& path) {
-    if (_captures.count(endpoint)) return "a capture on " + endpoint + " is already running";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
+    return start_capture(endpoint, fd, path);
+}
+
+std::string fabric::start_capture(const std::string& endpoint, int fd, const std::string& path) {
+    if (_captures.count(endpoint)) {
+        ::close(fd);
+        return "a capture on " + endpoint + " is already running";
+    }
     std::vector<std::string> known;
     for (std::size_t i = 0; i < _topology.links.size(); ++i) {
         const auto& l = _topology.links[i];
@@ -149,7 +159,7 @@ std::string fabric::start_capture(const std::string& endpoint, const std::string
             if (name != endpoint) continue;
             auto c = std::make_unique<capture>();
             std::string error;
-            if (!c->file.open(path, error)) return error;
+            if (!c->file.open(std::exchange(fd, -1), path, error)) return error;
             c->epoch_ns = _epoch_ns;
             c->links = {&_wiring.link_at(_cables[i].first), &_wiring.link_at(_cables[i].second)};
             capture* raw = c.get();
@@ -164,6 +174,7 @@ std::string fabric::start_capture(const std::string& endpoint, const std::string
             return {};
         }
     }
+    ::close(fd);
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     return "no cable ends at '" + endpoint + "' (ends: " + list + ")";
@@ -231,6 +242,9 @@ std::string fabric::set_link(const std::string& endpoint, const std::optional<fa
     };
     const nlohmann::json after = _thread.joinable() ? _driver->mail().call(apply) : apply();
     if (state) *state = after;
+    if (up) log::link().info("cable {} set {}", endpoint, *up ? "up" : "down");
+    if (faults)
+        log::link().info("cable {} faults now: {}", endpoint, after["faults"].dump());
     return {};
 }
 

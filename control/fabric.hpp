@@ -39,12 +39,12 @@ public:
     nic::nic_node* find_nic(const std::string& host, const std::string& nic_name);
     std::vector<nic::nic_node*> nics_of(const std::string& host);
 
-    // A descriptor of the shared page holding the data plane's doorbell, for programs to map.
-    int doorbell_fd() const { return _doorbell_fd; }
-
     // Captures both directions of the cable at `endpoint` ("h1/rfab0", "sw1/swp2") to a pcap
     // file; "" or an error message.
     std::string start_capture(const std::string& endpoint, const std::string& path);
+    // The same into `fd`, a file open for writing that the capture takes over (closed on an
+    // error too); `path` is for messages.
+    std::string start_capture(const std::string& endpoint, int fd, const std::string& path);
     // Stops it and returns the frames written, or -1 when there was no such capture.
     std::int64_t stop_capture(const std::string& endpoint);
 
@@ -72,12 +72,10 @@ private:
     std::vector<std::unique_ptr<switch_emu::switch_node>> _switches;
     std::vector<std::vector<std::unique_ptr<nic::nic_node>>> _nics; // [host][nic]
     std::unique_ptr<realtime_driver> _driver;
-    nic::shared_region _doorbell_page;
     std::vector<std::pair<link_id, link_id>> _cables; // per topology link: a->b, b->a
     struct capture;
     std::map<std::string, std::unique_ptr<capture>> _captures;
     std::int64_t _epoch_ns = 0; // wall clock at driver time 0, for pcap timestamps
-    int _doorbell_fd = -1;
     std::atomic<bool> _stop{false};
     std::thread _thread;
 };

@@ -4,7 +4,8 @@
 // flag per loop iteration and takes the lock only when something was posted.
 #pragma once
 
-#include "dataplane/doorbell.hpp"
+#include "dataplane/log.hpp"
+#include "dataplane/wakeup.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -12,7 +13,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
-#include <future>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <type_traits>
@@ -30,7 +31,7 @@ public:
             _queue.push_back(std::move(fn));
             _pending.store(true, std::memory_order_release);
         }
-        _doorbell->wake();
+        _wakeup.ring(); // a system call only when the data plane sleeps
     }
 
     // Any thread but the data plane's own (it would wait for itself): runs `fn` on the data
@@ -39,35 +40,42 @@ public:
     template <typename Fn>
     auto call(Fn&& fn) -> std::invoke_result_t<std::decay_t<Fn>&> {
         using result = std::invoke_result_t<std::decay_t<Fn>&>;
-        // std::function needs a copyable closure (so `fn` must be copyable too); the promise
+        // std::function needs a copyable closure (so `fn` must be copyable too); the outcome
         // is shared for that reason.
-        auto promise = std::make_shared<std::promise<result>>();
-        std::future<result> future = promise->get_future();
-        post([promise, fn = std::forward<Fn>(fn)]() mutable {
+        struct outcome {
+            std::atomic<bool> done{false};
+            std::conditional_t<std::is_void_v<result>, bool, std::optional<result>> value;
+            std::exception_ptr error;
+        };
+        auto out = std::make_shared<outcome>();
+        post([out, fn = std::forward<Fn>(fn)]() mutable {
             try {
-                if constexpr (std::is_void_v<result>) {
+                if constexpr (std::is_void_v<result>)
                     fn();
-                    promise->set_value();
-                } else {
-                    promise->set_value(fn());
-                }
+                else
+                    out->value.emplace(fn());
             } catch (...) {
-                promise->set_exception(std::current_exception());
+                out->error = std::current_exception();
             }
+            out->done.store(true, std::memory_order_release);
+            out->done.notify_one();
         });
-        return future.get();
+        // An awake data plane runs the closure within an iteration, a microsecond or two: that
+        // long is waited for without a system call (a futex sleep and wake-up cost tens of
+        // microseconds on a VM, and a program bringing up thousands of QPs waits for each).
+        const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+        while (!out->done.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {
+        }
+        out->done.wait(false, std::memory_order_acquire);
+        if (out->error) std::rethrow_exception(out->error);
+        if constexpr (!std::is_void_v<result>) return std::move(*out->value);
     }
 
     // Any thread: cuts the data plane's idle sleep short (to see a stop flag sooner).
-    void wake() {
-        _woken.store(true, std::memory_order_seq_cst);
-        _doorbell->wake();
-    }
+    void wake() { _wakeup.wake(); }
 
-    // The word the data plane sleeps on; by default the mailbox's own. A fabric points it at a
-    // page shared with its programs, so that their doorbells wake the data plane too.
-    void use_doorbell(doorbell* shared) { _doorbell = shared ? shared : &_own_doorbell; }
-    doorbell& bell() { return *_doorbell; }
+    // What the data plane sleeps on: programs' doorbells are added to it too (wakeup.hpp).
+    wakeup& waker() { return _wakeup; }
 
     // Data plane thread, every iteration: lock-free when nothing is pending.
     bool has_pending() const { return _pending.load(std::memory_order_acquire); }
@@ -85,8 +93,12 @@ public:
         for (auto& fn : batch) {
             try {
                 fn();
+            } catch (const std::exception& e) {
+                _failed.fetch_add(1, std::memory_order_relaxed);
+                log::daemon().error("a closure posted to the data plane failed: {}", e.what());
             } catch (...) {
                 _failed.fetch_add(1, std::memory_order_relaxed);
+                log::daemon().error("a closure posted to the data plane failed");
             }
         }
         return !batch.empty();
@@ -95,25 +107,20 @@ public:
     // Data plane thread, when idle: sleeps up to `max`, less if something is posted, wake() is
     // called or the doorbell rings (also if that happened since the last wait).
     void wait(std::chrono::nanoseconds max) {
-        const std::uint32_t ticket = _doorbell->prepare_to_sleep();
-        if (_woken.exchange(false) || has_pending()) {
-            _doorbell->cancel_sleep();
-            return;
-        }
-        _doorbell->sleep(ticket, max.count());
-        _woken.store(false, std::memory_order_relaxed);
+        prepare_to_sleep();
+        sleep(max);
     }
 
     // The same in two steps, so the caller can look for work between announcing the sleep and
-    // sleeping (see doorbell.hpp).
-    std::uint32_t prepare_to_sleep() { return _doorbell->prepare_to_sleep(); }
-    void cancel_sleep() { _doorbell->cancel_sleep(); }
-    void sleep(std::uint32_t ticket, std::chrono::nanoseconds max) {
-        if (_woken.exchange(false) || has_pending()) {
-            _doorbell->cancel_sleep();
+    // sleeping (see wake_flag.hpp).
+    void prepare_to_sleep() { _wakeup.prepare_to_sleep(); }
+    void cancel_sleep() { _wakeup.cancel_sleep(); }
+    void sleep(std::chrono::nanoseconds max) {
+        if (has_pending()) {
+            _wakeup.cancel_sleep();
             return;
         }
-        _doorbell->sleep(ticket, max.count());
+        _wakeup.sleep(max.count());
     }
 
     std::uint64_t failed_closures() const { return _failed.load(std::memory_order_relaxed); }
@@ -121,9 +128,7 @@ public:
 private:
     std::mutex _mutex;
     std::deque<std::function<void()>> _queue;
-    std::atomic<bool> _woken{false};
-    doorbell _own_doorbell;
-    doorbell* _doorbell = &_own_doorbell;
+    wakeup _wakeup;
     std::atomic<bool> _pending{false};
     std::atomic<std::uint64_t> _failed{0};
 };

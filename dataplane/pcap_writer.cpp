@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace rocefab {
 namespace {
@@ -27,10 +29,20 @@ static_assert(sizeof(record_header) == 16);
 } // namespace
 
 bool pcap_writer::open(const std::string& path, std::string& error) {
-    close();
-    _file = std::fopen(path.c_str(), "wb");
-    if (!_file) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
         error = "cannot create " + path + ": " + std::strerror(errno);
+        return false;
+    }
+    return open(fd, path, error);
+}
+
+bool pcap_writer::open(int fd, const std::string& path, std::string& error) {
+    close();
+    _file = ::fdopen(fd, "wb");
+    if (!_file) {
+        error = "cannot write " + path + ": " + std::strerror(errno);
+        ::close(fd);
         return false;
     }
     _buffer = std::make_unique<char[]>(buffer_size);

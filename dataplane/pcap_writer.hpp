@@ -26,6 +26,9 @@ public:
 
     // Creates (truncates) `path` and writes the file header. On failure returns false with `error`.
     bool open(const std::string& path, std::string& error);
+    // The same on a file already open for writing (and taken over: closed with the writer);
+    // `name` is for messages.
+    bool open(int fd, const std::string& name, std::string& error);
     bool is_open() const { return _file != nullptr; }
     // One record. Negative timestamps are written as 0; frames above snap_length are truncated.
     // A no-op when the file is not open.

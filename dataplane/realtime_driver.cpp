@@ -57,13 +57,13 @@ void realtime_driver::run(const std::atomic<bool>& stop) {
         }
         // Announce the sleep, then look once more: work published before the announcement
         // (a WQE a program posted while the doorbell looked awake) is seen here.
-        const std::uint32_t ticket = _mailbox.prepare_to_sleep();
+        _mailbox.prepare_to_sleep();
         if (next_event() <= _clock.now() + _policy.imminent) {
             _mailbox.cancel_sleep();
             continue;
         }
         _sleeps.store(_sleeps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        _mailbox.sleep(ticket, std::chrono::nanoseconds(sleep));
+        _mailbox.sleep(std::chrono::nanoseconds(sleep));
     }
     if (saved_slack > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(saved_slack), 0, 0, 0);
 }

@@ -32,22 +32,6 @@ void copy_lists(std::span<const iovec> to, std::span<const iovec> from) {
 
 } // namespace
 
-bool process_address_space::read(std::span<const iovec> local, std::span<const iovec> remote) {
-    const std::size_t want = total(remote);
-    if (want == 0) return true;
-    if (want != total(local)) return false;
-    const ssize_t got = ::process_vm_readv(_pid, local.data(), local.size(), remote.data(), remote.size(), 0);
-    return got == static_cast<ssize_t>(want);
-}
-
-bool process_address_space::write(std::span<const iovec> local, std::span<const iovec> remote) {
-    const std::size_t want = total(remote);
-    if (want == 0) return true;
-    if (want != total(local)) return false;
-    const ssize_t put = ::process_vm_writev(_pid, local.data(), local.size(), remote.data(), remote.size(), 0);
-    return put == static_cast<ssize_t>(want);
-}
-
 bool local_address_space::read(std::span<const iovec> local, std::span<const iovec> remote) {
     if (total(local) != total(remote)) return false;
     copy_lists(local, remote);

@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <sys/types.h>
 #include <sys/uio.h>
 
 namespace rocefab::nic {
@@ -26,19 +25,6 @@ public:
         iovec l{const_cast<void*>(in), length}, r{reinterpret_cast<void*>(address), length};
         return write({&l, 1}, {&r, 1});
     }
-};
-
-// Another process's memory, through process_vm_readv/process_vm_writev (one system call per
-// packet: the cost of "DMA" in this emulation).
-class process_address_space final : public address_space {
-public:
-    explicit process_address_space(pid_t pid) : _pid(pid) {}
-    bool read(std::span<const iovec> local, std::span<const iovec> remote) override;
-    bool write(std::span<const iovec> local, std::span<const iovec> remote) override;
-    pid_t pid() const { return _pid; }
-
-private:
-    pid_t _pid;
 };
 
 // This process's own memory: for tests and the virtual-time traffic generator.

@@ -24,9 +24,10 @@ int nic_node::create_ah(std::uint32_t context, std::uint32_t pd, const ibv_ah_at
     if (_gids[attr.grh.sgid_index].is_v4_mapped() != dgid.is_v4_mapped()) return EINVAL;
     wire::mac_address next_hop;
     if (!_resolve || !_resolve(dgid, next_hop)) return EHOSTUNREACH;
+    if (_ahs.size() >= limits::max_ah) return ENOMEM;
 
     address_handle ah;
-    ah.handle = handle = _next_handle++;
+    ah.handle = handle = allocate_handle();
     ah.context = context;
     ah.pd = pd;
     ah.attr = attr;
@@ -71,8 +72,9 @@ int nic_node::create_srq(std::uint32_t context, std::uint32_t pd, const ibv_srq_
     auto p = _pds.find(pd);
     if (p == _pds.end() || p->second.context != context) return EINVAL;
     if (slots == 0 || (slots & (slots - 1)) || region.length() < hw::srq_region_size(slots)) return EINVAL;
+    if (_srqs.size() >= limits::max_srq) return ENOMEM;
     auto srq = std::make_unique<shared_receive_queue>();
-    srq->handle = handle = _next_handle++;
+    srq->handle = handle = allocate_handle();
     srq->context = context;
     srq->pd = pd;
     srq->control = static_cast<hw::srq_control*>(region.base());

@@ -1,10 +1,13 @@
 // The control path between the verbs library and the daemon: one SOCK_SEQPACKET Unix socket per
 // device context (plus a short-lived one for ibv_get_device_list). Every request is one
-// datagram and gets exactly one reply datagram; a reply that creates shared memory carries its
-// file descriptor with SCM_RIGHTS. This path is the "command interface" of the emulated NIC and
-// is used only by slow-path verbs; the fast path (post, poll) touches shared rings only.
+// datagram and gets exactly one reply datagram; descriptors ride along with SCM_RIGHTS. This
+// path is the "command interface" of the emulated NIC and is used only by slow-path verbs; the
+// fast path (post, poll) touches shared memory only.
 //
-// The daemon learns the caller's pid from SO_PEERCRED, never from the request.
+// Each emulated host has a socket of its own (`rocefab run --host` names it in ROCEFAB_SOCKET),
+// so a program sees the NICs of its host and no other. The daemon learns who connected from
+// SO_PEERCRED, never from a request, and reaches the program's memory only through the
+// descriptors the program passes with open_device (nic_emu/process_memory.hpp).
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -13,7 +16,7 @@
 
 namespace rocefab::attach {
 
-inline constexpr std::uint32_t protocol_version = 1;
+inline constexpr std::uint32_t protocol_version = 2;
 inline constexpr std::size_t name_length = 64;
 inline constexpr std::size_t max_devices = 8;
 inline constexpr std::uint32_t gid_table_size = 2; // index 0: link-local from the MAC; 1: IPv4-mapped
@@ -24,6 +27,10 @@ inline constexpr const char* host_env = "ROCEFAB_HOST";
 
 enum class op : std::uint32_t {
     hello = 1,
+    // Passes /proc/self/mem (open for reading and writing) and /proc/self/maps. The reply
+    // passes the context's async event pipe, its doorbell (an eventfd), the data plane's wake
+    // page (dataplane/wake_flag.hpp, to map read-only) and its doorbell queue
+    // (hw::doorbell_queue, hw::doorbell_queue_region_size bytes), in that order.
     open_device,
     query_device,
     query_port,
@@ -39,7 +46,6 @@ enum class op : std::uint32_t {
     modify_qp,
     query_qp,
     destroy_qp,
-    map_doorbell, // the page holding the data plane's doorbell (dataplane/doorbell.hpp)
     create_ah,
     destroy_ah,
     create_srq, // replies with the SRQ ring's memfd (hw::srq_control)
@@ -57,13 +63,17 @@ struct device_info {
     ibv_port_attr port;
 };
 
+inline constexpr std::size_t open_device_request_fds = 2; // mem, maps
+inline constexpr std::size_t open_device_reply_fds = 4;   // async events, doorbell, wake page, doorbell queue
+inline constexpr std::size_t max_fds = 4;                 // on any message
+
 struct request {
     op code;
     std::uint32_t handle; // the object acted on (PD, MR, CQ, QP, channel); 0 when none
     union {
         struct {
             std::uint32_t version;
-            char host[name_length];
+            char host[name_length]; // must be the host whose socket this is (or empty)
         } hello;
         struct {
             char device[name_length];

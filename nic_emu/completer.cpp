@@ -51,7 +51,8 @@ void nic_node::complete_send(queue_pair& qp, const send_work& work, ibv_wc_statu
     e.qp_num = qp.qpn;
     e.byte_len = is_read_or_atomic(work.wqe.opcode) ? static_cast<std::uint32_t>(work.length) : 0;
     // After the READ data or atomic result it reports, if those are still staged.
-    stage_completion(qp, *qp.send_cq, e, false);
+    stage_completion(qp, *qp.send_cq, e, false, work.first_psn,
+                     wire::psn_add(work.first_psn, work.packets ? work.packets - 1 : 0));
 }
 
 void nic_node::retire_oldest(queue_pair& qp) {
@@ -151,7 +152,8 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     const std::uint32_t mask = qp.send_size - 1;
     auto fail_current = [&](ibv_wc_status status) {
         if (qp.sq_retired != qp.sq_started) qp.started_work[qp.sq_retired & mask].status = status;
-        enter_error(qp);
+        enter_error(qp, wire::aeth_syndrome::is_nak(syndrome) ? wire::to_string(wire::aeth_syndrome::nak_code_of(syndrome))
+                                                              : "RNR retry count exceeded");
     };
 
     if (wire::aeth_syndrome::is_rnr_nak(syndrome)) {
@@ -214,7 +216,7 @@ bool nic_node::check_timers(queue_pair& qp, sim_time now) {
     ++_counters.local_ack_timeout_err;
     if (qp.retries_left == 0) {
         qp.started_work[qp.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
-        enter_error(qp);
+        enter_error(qp, "transport retry count exceeded (no acknowledgement)");
         return true;
     }
     --qp.retries_left;

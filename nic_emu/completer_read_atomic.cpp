@@ -15,7 +15,7 @@ bool nic_node::scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std
                                     std::uint8_t* data, std::size_t length) {
     ibv_wc_status unused;
     return stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data, length,
-                         unused);
+                         unused, write_origin::local(qp));
 }
 
 bool nic_node::implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::uint32_t& resume) const {
@@ -42,7 +42,7 @@ bool nic_node::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now
     ++_counters.implied_nak_seq_err;
     if (qp.retries_left == 0) {
         qp.started_work[qp.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
-        enter_error(qp);
+        enter_error(qp, "transport retry count exceeded (READ or atomic responses missing)");
         return true;
     }
     --qp.retries_left;
@@ -140,7 +140,7 @@ void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_ro
     }
     auto fail = [&](ibv_wc_status status) {
         work.status = status;
-        enter_error(qp);
+        enter_error(qp, "a READ response or atomic acknowledgement could not be delivered");
     };
     const wire::opcode_info& op = *packet.info;
     const bool atomic_wqe = work.wqe.opcode != IBV_WR_RDMA_READ;

@@ -109,10 +109,29 @@ struct cq_control {
     std::atomic<std::uint32_t> overflowed; // set by the NIC when a CQE found no room
 };
 
-// A QP's shared block: send ring then receive ring, each followed by its slots.
+// A QP's shared block: send ring then receive ring, each followed by its slots, and the word
+// that says the QP waits in its context's doorbell queue (below).
 struct qp_control {
     ring_header send;
     ring_header recv;
+    alignas(cache_line) std::atomic<std::uint32_t> queued;
+};
+
+// A device context's doorbell queue: the QPs its program posted work to, as a ConnectX's
+// doorbell record names the QP, so that the NIC looks at those QPs and not at every QP it has.
+// The program publishes its WQEs, then (after a sequentially consistent fence) sets the QP's
+// `queued` word and pushes the QP's handle only if the word was clear; the NIC clears the word
+// (and fences) before it looks at the QP's rings. Either the program's push or the NIC's look
+// sees the new WQEs (Dekker's handshake, as in wake_flag.hpp). A program whose queue is full
+// raises `overflowed`, and the NIC looks at every QP of the context once.
+//
+// Everything here is the program's to scribble on: the NIC takes handles as names to look up
+// among the context's own QPs, never as indices, and bounds what it reads by `slots`.
+inline constexpr std::uint32_t doorbell_queue_slots = 1024;
+struct doorbell_queue {
+    ring_header ring; // producer: the program; consumer: the NIC
+    alignas(cache_line) std::atomic<std::uint32_t> overflowed;
+    alignas(cache_line) std::atomic<std::uint32_t> handles[doorbell_queue_slots];
 };
 
 inline constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
@@ -121,6 +140,8 @@ inline constexpr std::size_t cq_slots_offset = align_up(sizeof(cq_control), cach
 inline constexpr std::size_t cq_region_size(std::uint32_t slots) {
     return align_up(cq_slots_offset + std::size_t(slots) * sizeof(cqe), 4096);
 }
+
+inline constexpr std::size_t doorbell_queue_region_size = align_up(sizeof(doorbell_queue), 4096);
 
 inline constexpr std::size_t qp_send_slots_offset = align_up(sizeof(qp_control), cache_line);
 inline constexpr std::size_t qp_recv_slots_offset(std::uint32_t send_slots) {

@@ -2,12 +2,15 @@
 // modifies and destroys objects. Control path: allocation and errno results are fine here.
 
 #include "nic_emu/nic_node.hpp"
+
+#include "dataplane/log.hpp"
 #include "nic_emu/qp_transitions.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -31,9 +34,12 @@ shared_region& shared_region::operator=(shared_region&& other) noexcept {
 }
 
 bool shared_region::create(const char* name, std::size_t length, shared_region& out, int& fd) {
-    fd = ::memfd_create(name, MFD_CLOEXEC);
+    fd = ::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return false;
-    if (::ftruncate(fd, static_cast<off_t>(length)) != 0) {
+    // Sealed at its size: a program that truncated its ring would otherwise make the NIC's next
+    // read of it a SIGBUS that kills the daemon.
+    if (::ftruncate(fd, static_cast<off_t>(length)) != 0 ||
+        ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
         const int e = errno;
         ::close(fd);
         errno = e;
@@ -109,21 +115,21 @@ ibv_device_attr nic_node::device_attributes() const {
     a.vendor_id = 0xffffff; // no PCI vendor: the value Soft-RoCE reports for a software device
     a.vendor_part_id = 0;
     a.hw_ver = 0;
-    a.max_qp = 65536;
+    a.max_qp = static_cast<int>(limits::max_qp);
     a.max_qp_wr = static_cast<int>(hw::max_queue_depth);
     a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID;
-    a.max_srq = 65536;
+    a.max_srq = static_cast<int>(limits::max_srq);
     a.max_srq_wr = static_cast<int>(hw::max_queue_depth);
     a.max_srq_sge = static_cast<int>(hw::max_sge);
-    a.max_ah = 65536;
+    a.max_ah = static_cast<int>(limits::max_ah);
     a.max_sge = static_cast<int>(hw::max_sge);
     a.max_sge_rd = static_cast<int>(hw::max_sge);
-    a.max_cq = 65536;
+    a.max_cq = static_cast<int>(limits::max_cq);
     a.max_cqe = static_cast<int>(hw::max_queue_depth);
-    a.max_mr = 65536;
-    a.max_pd = 65536;
+    a.max_mr = static_cast<int>(limits::max_mr);
+    a.max_pd = static_cast<int>(limits::max_pd);
     a.max_qp_rd_atom = 16;
-    a.max_res_rd_atom = 16 * 65536;
+    a.max_res_rd_atom = static_cast<int>(16 * limits::max_qp);
     a.max_qp_init_rd_atom = 16;
     // Atomic with respect to this HCA's other operations, not to the host CPU (see
     // responder_read_atomic.cpp): what IBV_ATOMIC_HCA promises.
@@ -163,6 +169,39 @@ ibv_port_attr nic_node::port_attributes() const {
     p.phys_state = 5; // LinkUp
     p.link_layer = IBV_LINK_LAYER_ETHERNET;
     return p;
+}
+
+// ---- numbers -----------------------------------------------------------------------------------
+// Handles, keys and QPNs come from counters that wrap; each skips the numbers live objects hold,
+// so a new object never takes the name of one that lives (and a peer's stale rkey never reaches
+// a new MR that happens to get its number after a wrap, unless that MR is created in the same
+// place: mlx5 varies the key's low byte for the same reason).
+
+std::uint32_t nic_node::allocate_handle() {
+    auto taken = [this](std::uint32_t h) {
+        return h == 0 || _contexts.count(h) || _pds.count(h) || _mr_handles.count(h) || _channels.count(h) ||
+               _cqs.count(h) || _qps.count(h) || _ahs.count(h) || _srqs.count(h);
+    };
+    while (taken(_next_handle)) ++_next_handle;
+    return _next_handle++;
+}
+
+std::uint32_t nic_node::allocate_key(std::uint32_t handle) {
+    // An index in the upper 24 bits and a varying low byte, like mlx5's mkeys.
+    for (;;) {
+        _next_key = (_next_key + 1) & wire::mask24;
+        const std::uint32_t key = _next_key << 8 | (handle & 0xff);
+        if (_next_key != 0 && !_mrs_by_lkey.count(key)) return key;
+    }
+}
+
+std::uint32_t nic_node::allocate_qpn() {
+    // QP0 and QP1 are the special QPs (IBA 10.2.3).
+    for (;;) {
+        const std::uint32_t qpn = _next_qpn;
+        _next_qpn = (_next_qpn + 1) & wire::mask24;
+        if (qpn > 1 && !_qps_by_number.count(qpn)) return qpn;
+    }
 }
 
 // ---- contexts, PDs, MRs -----------------------------------------------------------------------
@@ -207,12 +246,18 @@ std::vector<nic_node::qp_view> nic_node::queue_pairs(sim_time now) const {
     return out;
 }
 
-std::uint32_t nic_node::open_context(std::unique_ptr<address_space> memory, int async_fd) {
-    const std::uint32_t id = _next_handle++;
+std::uint32_t nic_node::open_context(std::unique_ptr<address_space> memory, int async_fd, shared_region doorbells) {
+    const std::uint32_t id = allocate_handle();
     context_state& c = _contexts[id];
     c.id = id;
     c.memory = std::move(memory);
     c.async_fd = async_fd;
+    if (doorbells.base() && doorbells.length() >= sizeof(hw::doorbell_queue)) {
+        c.doorbell_region = std::move(doorbells);
+        c.doorbells = static_cast<hw::doorbell_queue*>(c.doorbell_region.base());
+        c.doorbells->ring.size = hw::doorbell_queue_slots;
+        c.doorbells->ring.slot_size = sizeof(std::uint32_t);
+    }
     return id;
 }
 
@@ -255,7 +300,8 @@ void nic_node::close_context(std::uint32_t context) {
 
 int nic_node::alloc_pd(std::uint32_t context, std::uint32_t& handle) {
     if (!_contexts.count(context)) return EINVAL;
-    handle = _next_handle++;
+    if (_pds.size() >= limits::max_pd) return ENOMEM;
+    handle = allocate_handle();
     _pds[handle] = {handle, context};
     return 0;
 }
@@ -290,14 +336,11 @@ int nic_node::reg_mr(std::uint32_t context, std::uint32_t pd, std::uint64_t addr
                                     IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING;
     if (access & ~known) return EINVAL;
     if (access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_MW_BIND)) return EOPNOTSUPP;
-    // Registration pins pages on hardware and fails with EFAULT for memory that is not there;
-    // the same check here is that the first and last bytes can be read.
-    std::uint8_t probe;
-    if (!c->second.memory->read(address, &probe, 1) || !c->second.memory->read(address + length - 1, &probe, 1))
-        return EFAULT;
-    handle = _next_handle++;
-    // Keys: an index in the upper 24 bits and a varying low byte, like mlx5's mkeys.
-    const std::uint32_t key = (_next_key++ << 8) | (handle & 0xff);
+    // Whether the pages are there (EFAULT otherwise, as pinning them fails) the control plane
+    // has checked against the program's own maps (process_memory::check_range).
+    if (_mrs_by_lkey.size() >= limits::max_mr) return ENOMEM;
+    handle = allocate_handle();
+    const std::uint32_t key = allocate_key(handle);
     memory_region mr;
     mr.handle = handle;
     mr.context = context;
@@ -350,7 +393,8 @@ const memory_region* nic_node::remote_mr(std::uint32_t rkey, std::uint32_t pd, s
 
 int nic_node::create_channel(std::uint32_t context, int channel_fd, std::uint32_t& handle) {
     if (!_contexts.count(context)) return EINVAL;
-    handle = _next_handle++;
+    if (_channels.size() >= limits::max_comp_channels) return ENOMEM;
+    handle = allocate_handle();
     _channels[handle] = {context, channel_fd};
     return 0;
 }
@@ -374,8 +418,9 @@ int nic_node::create_cq(std::uint32_t context, std::uint32_t slots, std::uint32_
         if (it == _channels.end() || it->second.first != context) return EINVAL;
         channel_fd = it->second.second;
     }
+    if (_cqs.size() >= limits::max_cq) return ENOMEM;
     auto cq = std::make_unique<completion_queue>();
-    cq->handle = handle = _next_handle++;
+    cq->handle = handle = allocate_handle();
     cq->context = context;
     cq->control = static_cast<hw::cq_control*>(region.base());
     cq->slots = reinterpret_cast<hw::cqe*>(static_cast<char*>(region.base()) + hw::cq_slots_offset);
@@ -437,11 +482,12 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
     std::uint32_t send_slots, recv_slots;
     if (int error = qp_geometry(request.cap, cap, send_slots, recv_slots)) return error;
     if (region.length() < hw::qp_region_size(send_slots, recv_slots)) return EINVAL;
+    if (_qps.size() >= limits::max_qp) return ENOMEM;
 
     auto qp = std::make_unique<queue_pair>();
-    qp->handle = handle = _next_handle++;
+    qp->handle = handle = allocate_handle();
     qp->context = context;
-    qp->qpn = qpn = _next_qpn++ & wire::mask24;
+    qp->qpn = qpn = allocate_qpn();
     qp->pd = request.pd;
     qp->type = request.type;
     qp->send_cq = scq->second.get();
@@ -470,8 +516,9 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
         qp->attr.path_mtu = port_attributes().active_mtu;
         qp->mtu_bytes = mtu_bytes(qp->attr.path_mtu);
     }
+    qp->always_active = _contexts.at(context).doorbells == nullptr;
     _qps_by_number[qp->qpn] = qp.get();
-    _active_qps.push_back(qp.get());
+    activate(*qp);
     _qps[qp->handle] = std::move(qp);
     return 0;
 }
@@ -625,10 +672,14 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
         // once every WQE started before the transition has completed.
         qp.sqd_notify = next == IBV_QPS_SQD && qp.state != IBV_QPS_SQD && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
                         attr.en_sqd_async_notify;
+        if (next != qp.state)
+            log::nic().debug("{}: QP {:#x} ({}) {} -> {}", name(), qp.qpn, qp_type_name(qp.type), qp_state_name(qp.state),
+                             qp_state_name(next));
         qp.state = next;
         qp.attr.qp_state = next;
-        if (next == IBV_QPS_ERR) enter_error(qp);
+        if (next == IBV_QPS_ERR) enter_error(qp, "modified to ERR by the program");
     }
+    activate(qp);
     (void)now;
     return 0;
 }

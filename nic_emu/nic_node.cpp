@@ -5,6 +5,7 @@
 #include "dataplane/wire/cnp.hpp"
 #include "dataplane/wire/ethernet.hpp"
 #include "dataplane/wire/pfc.hpp"
+#include "dataplane/log.hpp"
 #include "nic_emu/attach_protocol.hpp"
 
 #include <algorithm>
@@ -66,6 +67,7 @@ void nic_node::finish_frame(rte_mbuf* frame, sim_time now) {
 // ---- receive -------------------------------------------------------------------------------------
 
 void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
+    _latest = std::max(_latest, now);
     const auto bytes = frame_bytes(frame);
     if (bytes.size() >= sizeof(wire::ethernet_header)) {
         const auto* eth = reinterpret_cast<const wire::ethernet_header*>(bytes.data());
@@ -105,6 +107,7 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         return;
     }
     queue_pair& qp = *it->second;
+    activate(qp);
     const wire::ib_transport transport = packet.info->transport;
     if (transport == wire::ib_transport::cnp) {
         on_cnp(qp, now);
@@ -182,9 +185,64 @@ void nic_node::on_cnp(queue_pair& qp, sim_time now) {
 
 // ---- poll ----------------------------------------------------------------------------------------
 
+bool nic_node::take_doorbells() {
+    bool did_work = false;
+    for (auto& [id, c] : _contexts) {
+        hw::doorbell_queue* q = c.doorbells;
+        if (!q) continue;
+        const std::uint32_t producer = q->ring.producer.load(std::memory_order_acquire);
+        // The program may have written anything here: indices that run past the queue mean
+        // it is corrupt, and the NIC looks at every QP of the context instead.
+        bool look_at_all = q->overflowed.load(std::memory_order_relaxed) != 0 ||
+                           producer - c.doorbells_taken > hw::doorbell_queue_slots;
+        if (!look_at_all) {
+            for (std::uint32_t i = c.doorbells_taken; i != producer; ++i) {
+                const auto found = _qps.find(q->handles[i % hw::doorbell_queue_slots].load(std::memory_order_relaxed));
+                if (found != _qps.end() && found->second->context == id) take_doorbell(*found->second);
+            }
+        }
+        if (producer != c.doorbells_taken) {
+            c.doorbells_taken = producer;
+            q->ring.consumer.store(producer, std::memory_order_release);
+            did_work = true;
+        }
+        if (look_at_all) {
+            q->overflowed.store(0, std::memory_order_relaxed);
+            for (auto& [handle, qp] : _qps)
+                if (qp->context == id) take_doorbell(*qp);
+            did_work = true;
+        }
+    }
+    return did_work;
+}
+
+void nic_node::take_doorbell(queue_pair& qp) {
+    // Cleared before the rings are looked at (hw_abi.hpp's doorbell handshake): work published
+    // after this either is seen by the look, or queues the QP again.
+    qp.control->queued.store(0, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    activate(qp);
+}
+
+void nic_node::retire_idle_qps() {
+    for (std::size_t i = 0; i < _active_qps.size();) {
+        queue_pair& qp = *_active_qps[i];
+        if (qp.always_active || qp_deadline(qp) != never) {
+            ++i;
+            continue;
+        }
+        qp.active = false;
+        _active_qps[i] = _active_qps.back();
+        _active_qps.pop_back();
+    }
+    if (_round_robin >= _active_qps.size()) _round_robin = 0;
+}
+
 bool nic_node::poll(sim_time now) {
+    _latest = std::max(_latest, now);
     bool did_work = run_receive_buffer(now);
     did_work |= flush_dma();
+    did_work |= take_doorbells();
     const std::size_t n = _active_qps.size();
     for (std::size_t i = 0; i < n; ++i) {
         queue_pair& qp = *_active_qps[(_round_robin + i) % n];
@@ -205,44 +263,48 @@ bool nic_node::poll(sim_time now) {
         }
     }
     if (n) _round_robin = (_round_robin + 1) % n;
+    retire_idle_qps();
     return did_work;
 }
 
 sim_time nic_node::next_deadline() const {
     sim_time earliest = receive_buffer_deadline();
-    for (const queue_pair* qp : _active_qps) {
-        earliest = std::min({earliest, qp->retransmit_deadline, qp->gap_deadline, qp->response_gap_deadline});
-        // A stopped transport timer with requests outstanding is re-armed by check_timers().
-        if (qp->type == IBV_QPT_RC && qp->retransmit_deadline == never && qp->ack_timeout &&
-            qp->sq_retired != qp->sq_started && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD))
-            earliest = std::min(earliest, qp->rnr_wait_until);
-        const bool rings_have_work =
-            qp->sq_current != qp->sq_started ||
-            qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_started;
-        if (qp->state == IBV_QPS_ERR) {
-            const bool to_flush = qp->receiving ||
-                                  qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_retired ||
-                                  qp->control->recv.producer.load(std::memory_order_acquire) != qp->rq_consumed;
-            if (to_flush) earliest = std::min<sim_time>(earliest, 0);
-        } else if (qp->sqd_notify && qp->state == IBV_QPS_SQD && qp->sq_retired == qp->sq_started) {
-            earliest = std::min<sim_time>(earliest, 0);
-        } else if (qp->state == IBV_QPS_SQE) {
-            if (qp->control->send.producer.load(std::memory_order_acquire) != qp->sq_retired)
-                earliest = std::min<sim_time>(earliest, 0);
-        }
-        else if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) && rings_have_work) {
-            // A requester waiting for READ/atomic responses (max_rd_atomic, fence) has nothing
-            // to do until one arrives.
-            const std::uint32_t mask = qp->send_size - 1;
-            const hw::send_wqe& next = qp->sq_current != qp->sq_started ? qp->started_work[qp->sq_current & mask].wqe
-                                                                       : qp->send_slots[qp->sq_started & mask];
-            if (!requester_must_wait(*qp, next) && !window_full(*qp))
-                earliest = std::min(earliest, std::max({qp->rnr_wait_until, busy_until(0) - transmit_fifo_time,
-                                                        _pauses.until(priority_of(*qp)), pacer_wakeup(*qp)}));
-        }
-        if (qp->state != IBV_QPS_ERR && (qp->ack_deferred || read_atomic_responses_pending(*qp)))
-            earliest = std::min(earliest, std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(*qp))));
+    for (const auto& [id, c] : _contexts)
+        if (c.doorbells && (c.doorbells->ring.producer.load(std::memory_order_acquire) != c.doorbells_taken ||
+                            c.doorbells->overflowed.load(std::memory_order_relaxed)))
+            return 0;
+    for (const queue_pair* qp : _active_qps) earliest = std::min(earliest, qp_deadline(*qp));
+    return earliest;
+}
+
+sim_time nic_node::qp_deadline(const queue_pair& qp) const {
+    sim_time earliest = std::min({qp.retransmit_deadline, qp.gap_deadline, qp.response_gap_deadline});
+    // A stopped transport timer with requests outstanding is re-armed by check_timers().
+    if (qp.type == IBV_QPT_RC && qp.retransmit_deadline == never && qp.ack_timeout && qp.sq_retired != qp.sq_started &&
+        (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
+        earliest = std::min(earliest, qp.rnr_wait_until);
+    const std::uint32_t send_posted = qp.control->send.producer.load(std::memory_order_acquire);
+    if (qp.state == IBV_QPS_ERR) {
+        const bool to_flush = qp.receiving || send_posted != qp.sq_retired ||
+                              qp.control->recv.producer.load(std::memory_order_acquire) != qp.rq_consumed;
+        if (to_flush) earliest = 0;
+    } else if (qp.sqd_notify && qp.state == IBV_QPS_SQD && qp.sq_retired == qp.sq_started) {
+        earliest = 0;
+    } else if (qp.state == IBV_QPS_SQE) {
+        if (send_posted != qp.sq_retired) earliest = 0;
+    } else if ((qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD) &&
+               (qp.sq_current != qp.sq_started || send_posted != qp.sq_started)) {
+        // A requester waiting for READ/atomic responses (max_rd_atomic, fence) has nothing to do
+        // until one arrives.
+        const std::uint32_t mask = qp.send_size - 1;
+        const hw::send_wqe& next = qp.sq_current != qp.sq_started ? qp.started_work[qp.sq_current & mask].wqe
+                                                                 : qp.send_slots[qp.sq_started & mask];
+        if (!requester_must_wait(qp, next) && !window_full(qp))
+            earliest = std::min(earliest, std::max({qp.rnr_wait_until, busy_until(0) - transmit_fifo_time,
+                                                    _pauses.until(priority_of(qp)), pacer_wakeup(qp)}));
     }
+    if (qp.state != IBV_QPS_ERR && (qp.ack_deferred || read_atomic_responses_pending(qp)))
+        earliest = std::min(earliest, std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp))));
     return earliest;
 }
 
@@ -255,11 +317,16 @@ bool nic_node::post_completion(completion_queue& cq, const hw::cqe& entry, bool 
     }
     const std::uint32_t consumer = cq.control->ring.consumer.load(std::memory_order_acquire);
     if (cq.produced - consumer >= cq.size) {
-        // IBA 11.4.2.1: a CQ overrun is an error of the CQ, reported asynchronously.
+        // IBA 11.4.2.1: a CQ overrun is an error of the CQ, reported asynchronously, and, as on a
+        // ConnectX, every QP completing into it goes to the error state with its own event:
+        // what they would complete next has nowhere to go.
         cq.in_error = true;
         cq.control->overflowed.store(1, std::memory_order_relaxed);
         ++_counters.cq_overflow;
+        log::nic().warn("{}: CQ {} overflowed ({} entries); it and its QPs are in error", name(), cq.handle, cq.size);
         raise_async_event(cq.context, IBV_EVENT_CQ_ERR, cq.handle);
+        for (auto& [handle, qp] : _qps)
+            if (qp->send_cq == &cq || qp->recv_cq == &cq) enter_error(*qp, "its completion queue overflowed");
         return false;
     }
     cq.slots[cq.produced & (cq.size - 1)] = entry;
@@ -290,20 +357,25 @@ void nic_node::raise_async_event(std::uint32_t context, ibv_event_type type, std
     [[maybe_unused]] auto written = ::write(it->second.async_fd, &record, sizeof record);
 }
 
-void nic_node::enter_error(queue_pair& qp) {
+void nic_node::enter_error(queue_pair& qp, const char* why) {
     release_early(qp); // requests are no longer taken
     if (qp.state != IBV_QPS_ERR) {
+        log::nic().warn("{}: QP {:#x} ({}, to QP {:#x}) went to the error state: {}", name(), qp.qpn,
+                        qp_type_name(qp.type), qp.attr.dest_qp_num, why);
         qp.state = IBV_QPS_ERR;
         qp.attr.qp_state = IBV_QPS_ERR;
         // IBA 11.6.2: a QP that enters the error state on its own reports a fatal event.
         raise_async_event(qp.context, IBV_EVENT_QP_FATAL, qp.handle);
+    } else {
+        log::nic().debug("{}: QP {:#x} moved to ERR: {}", name(), qp.qpn, why);
     }
     qp.retransmit_deadline = never;
+    activate(qp); // what it holds is flushed
 }
 
 void nic_node::fail_send_queue(queue_pair& qp) {
     if (qp.type == IBV_QPT_RC) {
-        enter_error(qp);
+        enter_error(qp, "a send work request failed");
         return;
     }
     // IBA 10.3.1 (Send Queue Error): on UC and UD a send WQE that fails stops only the send

@@ -72,6 +72,18 @@ struct nic_spec {
 // (the peer's MAC on the same subnet, the gateway's otherwise). False when unreachable.
 using neighbour_resolver = std::function<bool(const wire::ipv6_address&, wire::mac_address&)>;
 
+// The device's limits, as ibv_query_device reports them and as the NIC enforces them: past one,
+// a create fails with ENOMEM, as a provider's does when the device is out of that resource.
+namespace limits {
+inline constexpr std::uint32_t max_qp = 65536;
+inline constexpr std::uint32_t max_cq = 65536;
+inline constexpr std::uint32_t max_mr = 65536;
+inline constexpr std::uint32_t max_pd = 65536;
+inline constexpr std::uint32_t max_srq = 65536;
+inline constexpr std::uint32_t max_ah = 65536;
+inline constexpr std::uint32_t max_comp_channels = 65536; // not a device attribute; bounds descriptors
+} // namespace limits
+
 class nic_node final : public node {
 public:
     static constexpr std::uint32_t gid_count = 2;
@@ -121,7 +133,9 @@ public:
     sim_time paused_until(std::uint8_t priority) const { return _pauses.until(priority & 7); }
 
     // -- resources (control path; return 0 or an errno value) -------------------------------
-    std::uint32_t open_context(std::unique_ptr<address_space> memory, int async_fd);
+    // `doorbells`, when not empty, holds the program's hw::doorbell_queue; without one the
+    // context's QPs are looked at on every poll.
+    std::uint32_t open_context(std::unique_ptr<address_space> memory, int async_fd, shared_region doorbells = {});
     // Frees everything the context still holds, as closing a uverbs file does.
     void close_context(std::uint32_t context);
 
@@ -167,6 +181,8 @@ public:
 
     // Test access.
     const queue_pair* find_qp_by_number(std::uint32_t qpn) const;
+    // Where the QPN counter stands: a test takes it to the wrap without creating 2^24 QPs.
+    void set_next_qpn_for_test(std::uint32_t qpn) { _next_qpn = qpn & wire::mask24; }
 
 private:
     // requester.cpp
@@ -233,6 +249,7 @@ private:
                               std::size_t length);
     // responder.cpp
     void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
+    // An ACK or NAK of a QP whose writes are still staged waits for them (dma_batch.hpp).
     void send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now);
     // Checks a RETH (RC and UC RDMA WRITE FIRST/ONLY) and starts the write; false (counted)
     // when the QP's access flags or the rkey do not allow it.
@@ -241,17 +258,30 @@ private:
     // Stages `length` bytes of `data` for the local buffers `sges` describe, from byte `offset`
     // of them, after checking each piece's MR (local write access); status says why not.
     bool stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset,
-                       const std::uint8_t* data, std::size_t length, ibv_wc_status& status);
+                       const std::uint8_t* data, std::size_t length, ibv_wc_status& status,
+                       const write_origin& origin);
+    // A request's payload into a receive WQE; `psn` is the request's.
     bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
-                               const std::uint8_t* data, std::size_t length, ibv_wc_status& status);
-    void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited);
+                               const std::uint8_t* data, std::size_t length, std::uint32_t psn,
+                               ibv_wc_status& status);
+    // Posts `entry` once the writes staged before it are made (dma_batch.hpp); the message it
+    // reports took the PSNs first_psn to last_psn.
+    void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited,
+                          std::uint32_t first_psn, std::uint32_t last_psn);
+    // The first PSN of a message of `bytes` that ended at `last_psn`: every packet but the last
+    // carries a whole MTU (IBA 9.7.5.1.3).
+    static std::uint32_t first_psn_of(const queue_pair& qp, std::uint32_t last_psn, std::uint64_t bytes) {
+        const std::uint64_t packets = bytes == 0 ? 1 : (bytes + qp.mtu_bytes - 1) / qp.mtu_bytes;
+        return wire::psn_add(last_psn, static_cast<std::uint32_t>((wire::psn_mask + 1 - (packets - 1)) & wire::psn_mask));
+    }
     // uc_ud_transport.cpp: the unreliable transports (IBA 9.4 UC, 9.8 UD) and SRQ receive WQEs.
     ibv_wc_status start_ud_send(queue_pair& qp, send_work& work);
     void retire_sent(queue_pair& qp);
     void handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet);
     void handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet);
     bool take_srq_wqe(queue_pair& qp);
-    // Makes the staged writes, then posts the completions that waited for them.
+    // Makes the staged writes, then posts the completions and sends the acknowledgements that
+    // waited for them; a QP whose write failed gets error completions and its NAK instead.
     bool flush_dma();
     // responder_read_atomic.cpp: RDMA READ and atomic requests (IBA 9.7.5.1.4-6, rxe_resp.c).
     void handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
@@ -262,7 +292,8 @@ private:
     // cq.cpp
     bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited);
     void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
-    void enter_error(queue_pair& qp);
+    // `why` is logged (a QP the program moves to ERR itself at debug level, others as warnings).
+    void enter_error(queue_pair& qp, const char* why);
     bool flush(queue_pair& qp);
 
     // Memory checks (IBA 10.6.3.3 and 9.7.5.1.4): the MR, if the key, PD, bounds and access fit.
@@ -280,9 +311,12 @@ private:
     std::uint64_t _node_guid;
     nic_counters _counters;
 
+    std::uint32_t allocate_handle();
+    std::uint32_t allocate_key(std::uint32_t handle);
+    std::uint32_t allocate_qpn();
     std::uint32_t _next_handle = 1;
     std::uint32_t _next_qpn = 0x11; // QP0/QP1 are special; ConnectX and rxe start above them
-    std::uint32_t _next_key = 0x100;
+    std::uint32_t _next_key = 0xff; // the first key's index is 0x100
     std::map<std::uint32_t, context_state> _contexts;
     std::map<std::uint32_t, protection_domain> _pds;
     std::unordered_map<std::uint32_t, memory_region> _mrs_by_lkey; // lkey == rkey here
@@ -294,6 +328,7 @@ private:
     std::unordered_map<std::uint32_t, address_handle> _ahs;     // by handle
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
     dma_batch _dma;
+    sim_time _latest = 0; // the latest time receive() or poll() was given: when flush_dma() answers
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
     bool _current_frame_kept = false;   // ... and now held in a reorder buffer
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
@@ -347,6 +382,19 @@ private:
         return qp.rate->limited() ? std::min(qp.rate->next_send_time(), qp.rate->next_event()) : 0;
     }
     void on_pfc(std::span<const std::uint8_t> frame, sim_time now);
+    // The QPs poll() looks at are those that may have work, so that idle QPs cost nothing: a QP
+    // joins the list when a program rings for it (its doorbell queue), a frame arrives for it or
+    // a verb changes it, and leaves once qp_deadline() says it waits for nothing.
+    void activate(queue_pair& qp) {
+        if (qp.active) return;
+        qp.active = true;
+        _active_qps.push_back(&qp);
+    }
+    bool take_doorbells();
+    void take_doorbell(queue_pair& qp);
+    void retire_idle_qps();
+    // When `qp` next has something to do: 0 at once, `never` when it waits for a frame or a verb.
+    sim_time qp_deadline(const queue_pair& qp) const;
     // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
     // (reaction point).
     void on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);

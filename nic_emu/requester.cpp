@@ -96,7 +96,7 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
     if (producer == qp.sq_started) return false;
     if (producer - qp.sq_retired > qp.send_size) {
         // The application moved its producer index past the ring: its own queue is corrupt.
-        enter_error(qp);
+        enter_error(qp, "the program moved its send queue's producer index past the ring");
         return true;
     }
     send_work& work = qp.started_work[qp.sq_started & (qp.send_size - 1)];

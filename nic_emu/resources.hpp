@@ -31,8 +31,9 @@ public:
     shared_region(const shared_region&) = delete;
     shared_region& operator=(const shared_region&) = delete;
 
-    // A memfd of `length` bytes mapped here; the descriptor is returned for passing to the
-    // application, which maps the same pages. Returns false and sets errno on failure.
+    // A memfd of `length` bytes mapped here, sealed against resizing; the descriptor is returned
+    // for passing to the application, which maps the same pages. Returns false and sets errno
+    // on failure.
     static bool create(const char* name, std::size_t length, shared_region& out, int& fd);
 
     void* base() const { return _base; }
@@ -47,6 +48,11 @@ struct context_state {
     std::uint32_t id = 0;
     std::unique_ptr<address_space> memory;
     int async_fd = -1; // write end; the application reads async_event_record from the other
+    // The program's doorbell queue (hw::doorbell_queue): which QPs it posted work to. A context
+    // without one (the traffic generator, tests) has its QPs looked at on every poll.
+    shared_region doorbell_region;
+    hw::doorbell_queue* doorbells = nullptr;
+    std::uint32_t doorbells_taken = 0; // == doorbells->ring.consumer, kept privately
 };
 
 struct protection_domain {
@@ -115,6 +121,15 @@ struct send_work {
     ibv_wc_status status = IBV_WC_SUCCESS; // set when the WQE itself failed
 };
 
+// As `rdma resource show qp` names them.
+inline const char* qp_type_name(ibv_qp_type type) {
+    return type == IBV_QPT_RC ? "RC" : type == IBV_QPT_UC ? "UC" : type == IBV_QPT_UD ? "UD" : "?";
+}
+inline const char* qp_state_name(ibv_qp_state state) {
+    static constexpr const char* names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+    return state >= IBV_QPS_RESET && state <= IBV_QPS_ERR ? names[state] : "?";
+}
+
 inline bool is_read_or_atomic(std::uint8_t wr_opcode) {
     return wr_opcode == IBV_WR_RDMA_READ || wr_opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
            wr_opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -149,6 +164,10 @@ inline constexpr std::uint32_t max_responder_resources = 16; // max_qp_rd_atom
 struct queue_pair {
     std::uint32_t handle = 0;
     std::uint32_t context = 0;
+    // In the NIC's list of QPs that may have work (nic_node::activate). A QP of a context
+    // without a doorbell queue stays in it for its life.
+    bool active = false;
+    bool always_active = false;
     std::uint32_t qpn = 0;
     std::uint32_t pd = 0;
     ibv_qp_type type = IBV_QPT_RC;

@@ -13,6 +13,16 @@ using wire::aeth_syndrome::invalid_credits;
 }
 
 void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now) {
+    // An acknowledgement promises that what it acknowledges is in the program's memory: while
+    // the QP's writes are still staged, it waits for them (flush_dma sends it, or replaces it
+    // with the NAK of a write that failed).
+    if (_dma.writes_for(&qp)) {
+        if (!_dma.has_ack_room()) flush_dma();
+        if (_dma.writes_for(&qp)) {
+            _dma.add_acknowledgement({&qp, psn, syndrome, now});
+            return;
+        }
+    }
     // While READ responses or atomic ACKs are still to go out, an ACK (or an RNR or sequence
     // NAK, which acknowledge what precedes them) would overtake them: it waits, and only the
     // latest is kept, since each acknowledges everything before it. A NAK that ends the
@@ -117,7 +127,8 @@ bool nic_node::take_receive_wqe(queue_pair& qp) {
 }
 
 bool nic_node::stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset,
-                             const std::uint8_t* data, std::size_t length, ibv_wc_status& status) {
+                             const std::uint8_t* data, std::size_t length, ibv_wc_status& status,
+                             const write_origin& origin) {
     if (length == 0) return true;
     // Check every piece first, then stage them: the data lands whole or not at all.
     struct piece {
@@ -152,18 +163,20 @@ bool nic_node::stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std:
     if (!_dma.fits(pieces[0].memory, count)) flush_dma();
     for (std::size_t i = 0; i < count; ++i)
         _dma.add_write(pieces[i].memory, const_cast<std::uint8_t*>(data) + pieces[i].done, pieces[i].address,
-                       pieces[i].length, &qp);
+                       pieces[i].length, origin);
     if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
     return true;
 }
 
 bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
-                                     const std::uint8_t* data, std::size_t length, ibv_wc_status& status) {
+                                     const std::uint8_t* data, std::size_t length, std::uint32_t psn,
+                                     ibv_wc_status& status) {
     return stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data, length,
-                         status);
+                         status, write_origin::request(qp, psn, wire::nak_code::remote_operational_error));
 }
 
-void nic_node::stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited) {
+void nic_node::stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited,
+                                std::uint32_t first_psn, std::uint32_t last_psn) {
     // A completion must not be seen before the data it reports.
     if (_dma.empty()) {
         post_completion(cq, entry, solicited);
@@ -173,25 +186,68 @@ void nic_node::stage_completion(queue_pair& qp, completion_queue& cq, const hw::
     if (_dma.empty())
         post_completion(cq, entry, solicited);
     else
-        _dma.add_completion({&qp, &cq, entry, solicited});
+        _dma.add_completion({&qp, &cq, entry, solicited, first_psn, last_psn});
 }
 
 bool nic_node::flush_dma() {
     if (_dma.empty()) return false;
+    // The first write of each QP that failed: its origin says how the failure is answered.
+    std::array<write_origin, dma_batch::max_segments> failed;
+    std::size_t failures = 0;
+    auto failed_for = [&](const queue_pair* qp) -> const write_origin* {
+        for (std::size_t i = 0; i < failures; ++i)
+            if (failed[i].qp == qp) return &failed[i];
+        return nullptr;
+    };
     if (!_dma.local().empty() && !_dma.memory()->write(_dma.local(), _dma.remote())) {
-        // The memory vanished under the NIC (its process died or unmapped it): every QP that
-        // wrote in this batch stops, and its completions report the failure.
-        ++_counters.memory_access_faults;
-        for (queue_pair* qp : _dma.writers()) enter_error(*qp);
-        for (const auto& c : _dma.completions()) {
-            hw::cqe e = c.entry;
-            e.status = IBV_WC_LOC_PROT_ERR;
-            post_completion(*c.cq, e, c.solicited);
+        // The program unmapped the memory, made it read-only or is gone: which writes failed
+        // is found one at a time (a rare path; the ones that work are made again, harmlessly).
+        for (std::size_t i = 0; i < _dma.origins().size(); ++i) {
+            const write_origin& origin = _dma.origins()[i];
+            if (failed_for(origin.qp) || _dma.memory()->write(_dma.local().subspan(i, 1), _dma.remote().subspan(i, 1)))
+                continue;
+            ++_counters.memory_access_faults;
+            failed[failures++] = origin;
         }
-    } else {
-        for (const auto& c : _dma.completions()) post_completion(*c.cq, c.entry, c.solicited);
     }
+    // What waits for the writes is copied out first: answering may stage nothing more here,
+    // but the batch must be empty before anything is sent.
+    std::array<dma_batch::completion, dma_batch::max_completions> completions;
+    std::array<dma_batch::acknowledgement, dma_batch::max_acks> acks;
+    const std::size_t completion_count = _dma.completions().size(), ack_count = _dma.acknowledgements().size();
+    std::copy(_dma.completions().begin(), _dma.completions().end(), completions.begin());
+    std::copy(_dma.acknowledgements().begin(), _dma.acknowledgements().end(), acks.begin());
     _dma.clear(_current_frame);
+
+    for (std::size_t i = 0; i < completion_count; ++i) {
+        dma_batch::completion& c = completions[i];
+        const write_origin* f = failed_for(c.qp);
+        if (f && c.entry.status == IBV_WC_SUCCESS && wire::psn_diff(c.last_psn, f->psn) >= 0) {
+            // The message that held the failed write ends in error; those after it never
+            // happened, as on a QP that went to ERR at the failed write: flushed.
+            const bool flushed = wire::psn_diff(c.first_psn, f->psn) > 0;
+            c.entry.status = flushed ? IBV_WC_WR_FLUSH_ERR : IBV_WC_LOC_PROT_ERR;
+            const bool receive = c.entry.opcode == IBV_WC_RECV || c.entry.opcode == IBV_WC_RECV_RDMA_WITH_IMM;
+            if (flushed)
+                ++(receive ? _counters.resp_cqe_flush_error : _counters.req_cqe_flush_error);
+            else
+                ++(receive ? _counters.resp_cqe_error : _counters.req_cqe_error);
+        }
+        post_completion(*c.cq, c.entry, c.solicited);
+    }
+    for (std::size_t i = 0; i < ack_count; ++i)
+        if (!failed_for(acks[i].qp)) send_ack(*acks[i].qp, acks[i].psn, acks[i].syndrome, acks[i].when);
+    for (std::size_t i = 0; i < failures; ++i) {
+        const write_origin& f = failed[i];
+        if (f.nak) {
+            // The NAK acknowledges what precedes the failed request, and nothing after it.
+            if (f.code == wire::nak_code::remote_access_error) ++_counters.resp_remote_access_errors;
+            send_ack(*f.qp, f.psn, wire::aeth_syndrome::nak(f.code), _latest);
+        }
+        enter_error(*f.qp, f.nak && f.code == wire::nak_code::remote_access_error
+                               ? "an RDMA WRITE's target is not mapped writable in the program any more"
+                               : "a receive or response buffer is not mapped writable in the program any more");
+    }
     return true;
 }
 
@@ -249,7 +305,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
 
     auto nak = [&](wire::nak_code code) {
         send_ack(qp, psn, wire::aeth_syndrome::nak(code), now);
-        enter_error(qp);
+        enter_error(qp, wire::to_string(code));
     };
     auto complete_receive = [&](ibv_wc_status status, std::uint32_t byte_len, bool with_imm, bool write_imm) {
         hw::cqe e{};
@@ -266,7 +322,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
         qp.receiving = false;
         qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
-        stage_completion(qp, *qp.recv_cq, e, bth.solicited());
+        stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
     };
 
     const std::size_t length = packet.payload_length;
@@ -288,7 +344,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
             return;
         }
         ibv_wc_status status = IBV_WC_SUCCESS;
-        if (!write_payload_to_sges(qp, qp.recv_work, qp.recv_offset, packet.payload, length, status)) {
+        if (!write_payload_to_sges(qp, qp.recv_work, qp.recv_offset, packet.payload, length, psn, status)) {
             if (status == IBV_WC_LOC_LEN_ERR) ++_counters.resp_local_length_error;
             complete_receive(status, 0, false, false);
             nak(status == IBV_WC_LOC_LEN_ERR ? wire::nak_code::invalid_request
@@ -331,7 +387,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
             }
             if (!_dma.fits(mr->memory, 1)) flush_dma();
             _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (qp.write_va - mr->iova),
-                           length, &qp);
+                           length, write_origin::request(qp, psn, wire::nak_code::remote_access_error));
             if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
         }
         qp.write_va += length;

@@ -49,7 +49,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
     const bool is_read = packet.info->has(wire::opcode_mask::read);
     auto nak = [&](wire::nak_code code) {
         send_ack(qp, psn, wire::aeth_syndrome::nak(code), now);
-        enter_error(qp);
+        enter_error(qp, wire::to_string(code));
     };
     if (qp.receiving || qp.writing) {
         // A READ or atomic inside a multi-packet SEND or WRITE: the opcode sequence is broken.
@@ -177,7 +177,7 @@ void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_r
     if (!allowed) {
         ++_counters.resp_remote_access_errors;
         send_ack(qp, psn, wire::aeth_syndrome::nak(wire::nak_code::remote_access_error), now);
-        enter_error(qp);
+        enter_error(qp, "remote access error (duplicate READ)");
         return;
     }
     found->va = va;
@@ -262,14 +262,14 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
         for (std::size_t i = 0; i < batch.count; ++i) rte_pktmbuf_free(batch.frames[i]);
         ++_counters.memory_access_faults;
         send_ack(qp, batch_psn, wire::aeth_syndrome::nak(wire::nak_code::remote_operational_error), now);
-        enter_error(qp);
+        enter_error(qp, "the program's registered memory vanished");
         return true;
     }
     for (std::size_t i = 0; i < batch.count; ++i) finish_frame(batch.frames[i], now);
     if (failed) {
         ++_counters.resp_remote_access_errors;
         send_ack(qp, failed_psn, wire::aeth_syndrome::nak(wire::nak_code::remote_access_error), now);
-        enter_error(qp);
+        enter_error(qp, "remote access error");
         return true;
     }
     if (qp.ack_deferred && !read_atomic_responses_pending(qp)) {

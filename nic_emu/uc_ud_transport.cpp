@@ -130,7 +130,7 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
         qp.receiving = false;
         qp.uc_send_in_progress = false;
         qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
-        stage_completion(qp, *qp.recv_cq, e, bth.solicited());
+        stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
     };
 
     // No NAK exists for UC: a PSN other than the expected one means packets were lost, and
@@ -165,7 +165,7 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
             qp.uc_send_in_progress = true;
         }
         ibv_wc_status status = IBV_WC_SUCCESS;
-        if (!write_payload_to_sges(qp, qp.recv_work, qp.recv_offset, packet.payload, length, status)) {
+        if (!write_payload_to_sges(qp, qp.recv_work, qp.recv_offset, packet.payload, length, psn, status)) {
             if (status == IBV_WC_LOC_LEN_ERR) ++_counters.resp_local_length_error;
             complete(status, 0, false);
             return drop();
@@ -192,7 +192,7 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
         }
         if (!_dma.fits(mr->memory, 1)) flush_dma();
         _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (qp.write_va - mr->iova),
-                       length, &qp);
+                       length, write_origin::local(qp));
         if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
     }
     qp.write_va += length;
@@ -211,6 +211,7 @@ void nic_node::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet
         return;
     }
     const wire::deth& deth = *packet.deth_header;
+    const std::uint32_t psn = packet.bth_header->psn();
     // IBA 10.2.5 (C10-13): a datagram whose Q_Key differs from the QP's is silently dropped.
     if (deth.qkey.load() != qp.attr.qkey) {
         ++_counters.qkey_violations;
@@ -238,7 +239,7 @@ void nic_node::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet
         if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
         qp.receiving = false;
         qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
-        stage_completion(qp, *qp.recv_cq, e, packet.bth_header->solicited());
+        stage_completion(qp, *qp.recv_cq, e, packet.bth_header->solicited(), psn, psn);
     };
     if (hw::grh_length + length > receive_capacity(wqe)) {
         ++_counters.resp_local_length_error;
@@ -255,13 +256,13 @@ void nic_node::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet
     ibv_wc_status status = IBV_WC_SUCCESS;
     bool placed;
     if (packet.is_ipv6) {
-        placed = write_payload_to_sges(qp, wqe, 0, ip, hw::grh_length, status);
+        placed = write_payload_to_sges(qp, wqe, 0, ip, hw::grh_length, psn, status);
     } else {
         constexpr std::size_t unused = sizeof unused_grh_bytes;
-        placed = write_payload_to_sges(qp, wqe, 0, unused_grh_bytes, unused, status) &&
-                 write_payload_to_sges(qp, wqe, unused, ip, sizeof(wire::ipv4_header), status);
+        placed = write_payload_to_sges(qp, wqe, 0, unused_grh_bytes, unused, psn, status) &&
+                 write_payload_to_sges(qp, wqe, unused, ip, sizeof(wire::ipv4_header), psn, status);
     }
-    placed = placed && write_payload_to_sges(qp, wqe, hw::grh_length, packet.payload, length, status);
+    placed = placed && write_payload_to_sges(qp, wqe, hw::grh_length, packet.payload, length, psn, status);
     complete(placed ? IBV_WC_SUCCESS : status, placed ? static_cast<std::uint32_t>(hw::grh_length + length) : 0);
 }
 

@@ -74,6 +74,9 @@ struct congestion_spec {
 // Cumulus `qos pfc-watchdog` (pfc_watchdog.hpp): polling every 100 ms, a storm declared after
 // 3 polls in a row, dropping, as NVIDIA's defaults.
 enum class pfc_watchdog_action : std::uint8_t { drop, forward, alert };
+inline const char* to_string(pfc_watchdog_action a) {
+    return a == pfc_watchdog_action::drop ? "drop" : a == pfc_watchdog_action::forward ? "forward" : "alert";
+}
 
 struct pfc_watchdog_spec {
     bool enabled = true;

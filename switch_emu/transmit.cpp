@@ -4,6 +4,8 @@
 // switch's queues, where ECN marking and PFC thresholds can see it, rather than in the link.
 #include "switch_emu/switch_node.hpp"
 
+#include "dataplane/log.hpp"
+
 #include <algorithm>
 
 namespace rocefab::switch_emu {
@@ -46,9 +48,17 @@ void switch_node::poll_watchdog(sim_time now) {
         const auto e = _watchdog.poll_port(port, _pfc.paused_classes(port, now), _queues.backlog(port));
         port_counters& c = _counters[port];
         for (unsigned tc = 0; tc < traffic_class_count; ++tc) {
-            if (e.restored & (1u << tc)) c.bump(port_counter::pfc_wd_restores);
+            if (e.restored & (1u << tc)) {
+                c.bump(port_counter::pfc_wd_restores);
+                log::switch_node().info("{} {}: PFC watchdog restored traffic class {}", name(),
+                                        _spec.ports[port].name, tc);
+            }
             if (!(e.stormed & (1u << tc))) continue;
             c.bump(port_counter::pfc_wd_storms);
+            log::switch_node().warn("{} {}: PFC storm on traffic class {}: paused with frames waiting for {} polls; "
+                                    "action {}",
+                                    name(), _spec.ports[port].name, tc, unsigned(_spec.qos.pfc_watchdog.robustness),
+                                    to_string(_watchdog.action()));
             if (_watchdog.action() != pfc_watchdog_action::drop) continue;
             // The stormed queue lets go of what it holds, and with it the buffer its ingress
             // groups were pausing their own neighbours for.

@@ -21,6 +21,14 @@
 //                        retries (IBA 9.7.6.1.3). Not in "all": the client prints
 //                        "ready-for-link-down" and waits for a line on stdin before posting, then
 //                        "ready-for-link-up" and waits for another before the healthy check.
+//   registration_refused ibv_reg_mr of memory that is not mapped, or read-only with write access,
+//                        fails with EFAULT (pinning refuses it); read-only with read access works
+//   write_to_unmapped    RDMA WRITE into an MR whose pages the server unmapped after registering
+//   write_to_read_only   RDMA WRITE into an MR (shared memory) the server made read-only after
+//                        registering: both IBV_WC_REM_ACCESS_ERR and both QPs to ERR, as an
+//                        on-demand-paging MR (IBV_ACCESS_ON_DEMAND) answers when its page fault
+//                        fails. rocefab's MRs follow the program's mappings as ODP MRs do; a
+//                        pinned MR on hardware would take the write. Not in "all".
 //
 // The transport timeout is 10 (4.096 us * 2^10 = 4.2 ms) with retry_cnt 3: four tries, about
 // 17 ms, so retry exhaustion is well under a second.
@@ -34,6 +42,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,8 +79,9 @@ constexpr auto completion_deadline = std::chrono::seconds(5);
 
 const char* const all_cases[] = {"wrong_rkey", "out_of_bounds_write", "read_without_access", "rnr_exhausted",
                                  "flush_on_error"};
-const char* const known_cases[] = {"wrong_rkey",    "out_of_bounds_write", "read_without_access",
-                                   "rnr_exhausted", "flush_on_error",      "retry_exhausted"};
+const char* const known_cases[] = {"wrong_rkey",        "out_of_bounds_write",  "read_without_access",
+                                   "rnr_exhausted",     "flush_on_error",       "retry_exhausted",
+                                   "registration_refused", "write_to_unmapped", "write_to_read_only"};
 
 // ---- the out-of-band TCP channel ---------------------------------------------------------------
 
@@ -313,21 +323,27 @@ struct case_resources {
     ibv_qp* qp = nullptr;
     ibv_mr* mr = nullptr;
     std::vector<std::uint8_t> buffer = std::vector<std::uint8_t>(case_mr_size);
+    void* mapping = nullptr; // the MR's pages instead of `buffer`, for the unmapping cases
 
     void destroy() {
         if (qp) require(ibv_destroy_qp(qp) == 0, "ibv_destroy_qp failed");
         if (cq) require(ibv_destroy_cq(cq) == 0, "ibv_destroy_cq failed");
         if (mr) require(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr failed");
+        if (mapping) ::munmap(mapping, case_mr_size);
     }
 };
 
+// The cases whose server MR loses its pages (or their write access) once registered.
+bool is_unpinned_case(const std::string& name) { return name == "write_to_unmapped" || name == "write_to_read_only"; }
+
 bool is_access_case(const std::string& name) {
-    return name == "wrong_rkey" || name == "out_of_bounds_write" || name == "read_without_access";
+    return name == "wrong_rkey" || name == "out_of_bounds_write" || name == "read_without_access" ||
+           is_unpinned_case(name);
 }
 
 // The server's MR has just the access the case needs (or must lack).
 unsigned server_mr_access(const std::string& name) {
-    if (name == "wrong_rkey" || name == "out_of_bounds_write" || name == "retry_exhausted")
+    if (name == "wrong_rkey" || name == "out_of_bounds_write" || name == "retry_exhausted" || is_unpinned_case(name))
         return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
     if (name == "read_without_access") return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE; // no REMOTE_READ
     return IBV_ACCESS_LOCAL_WRITE;
@@ -422,6 +438,28 @@ std::string run_client_case(const std::string& name, case_resources& c, const en
         expect_cq_empty(f, c.cq, "after the flush");
         return "IBV_WC_WR_FLUSH_ERR";
     }
+    if (name == "registration_refused") {
+        // Registration pins the pages: memory that is not there, or read-only memory registered
+        // for writing, fails with EFAULT (ib_umem_get); read-only memory registered for reading
+        // works.
+        void* page = ::mmap(nullptr, case_mr_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        require(page != MAP_FAILED, "mmap failed");
+        errno = 0;
+        ibv_mr* mr = ibv_reg_mr(c.mr->pd, page, case_mr_size, IBV_ACCESS_LOCAL_WRITE);
+        f.expect(!mr && errno == EFAULT, std::string("registering read-only memory for writing: ") +
+                                             (mr ? "succeeded" : std::strerror(errno)) + ", expected EFAULT");
+        if (mr) ibv_dereg_mr(mr);
+        mr = ibv_reg_mr(c.mr->pd, page, case_mr_size, IBV_ACCESS_REMOTE_READ);
+        f.expect(mr != nullptr, std::string("registering read-only memory for reading failed: ") + std::strerror(errno));
+        if (mr) ibv_dereg_mr(mr);
+        ::munmap(page, case_mr_size);
+        errno = 0;
+        mr = ibv_reg_mr(c.mr->pd, page, case_mr_size, IBV_ACCESS_LOCAL_WRITE);
+        f.expect(!mr && errno == EFAULT, std::string("registering unmapped memory: ") +
+                                             (mr ? "succeeded" : std::strerror(errno)) + ", expected EFAULT");
+        if (mr) ibv_dereg_mr(mr);
+        return "EFAULT";
+    }
     if (name == "retry_exhausted") {
         wait_for_stdin_line("ready-for-link-down");
         const auto started = std::chrono::steady_clock::now();
@@ -486,7 +524,14 @@ case_resources create_case(const device& dev, const std::string& name, bool serv
     require(c.cq, "ibv_create_cq failed");
     c.qp = create_rc_qp(dev, c.cq);
     const unsigned access = server ? server_mr_access(name) : static_cast<unsigned>(IBV_ACCESS_LOCAL_WRITE);
-    c.mr = ibv_reg_mr(dev.pd, c.buffer.data(), c.buffer.size(), access);
+    void* pages = c.buffer.data();
+    if (server && is_unpinned_case(name)) {
+        // Shared memory: a page of it made read-only stays read-only for every writer.
+        c.mapping = ::mmap(nullptr, case_mr_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        require(c.mapping != MAP_FAILED, "mmap failed");
+        pages = c.mapping;
+    }
+    c.mr = ibv_reg_mr(dev.pd, pages, case_mr_size, access);
     require(c.mr, std::string("ibv_reg_mr failed: ") + std::strerror(errno));
     return c;
 }
@@ -528,9 +573,11 @@ int main(int argc, char** argv) {
     else {
         bool known = false;
         for (const char* k : known_cases) known |= case_name == k;
-        require(known, "--case: unknown case '" + case_name +
-                           "' (valid: wrong_rkey, out_of_bounds_write, read_without_access, rnr_exhausted, "
-                           "flush_on_error, retry_exhausted, all)");
+        if (!known) {
+            std::string valid;
+            for (const char* k : known_cases) valid += std::string(k) + ", ";
+            die("--case: unknown case '" + case_name + "' (valid: " + valid + "all)");
+        }
         cases.push_back(case_name);
     }
 
@@ -589,6 +636,11 @@ int main(int argc, char** argv) {
             if (is_access_case(name)) f.expect(post_receive(c.qp, 0xE1, c.mr, 0, 64) == 0, "ibv_post_recv failed");
             f.expect(post_receive(h.qp, 0xF0 + case_number, h.mr, healthy_write_length, 64) == 0,
                      "healthy pair: ibv_post_recv failed");
+            if (name == "write_to_unmapped") {
+                f.expect(::munmap(c.mapping, case_mr_size) == 0, "munmap failed");
+                c.mapping = nullptr;
+            }
+            if (name == "write_to_read_only") f.expect(::mprotect(c.mapping, case_mr_size, PROT_READ) == 0, "mprotect failed");
             sync(fd); // ready
             receive_message<char>(fd); // the client is done with the failing QP
             check_server_case(name, c, f);

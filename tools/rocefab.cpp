@@ -54,13 +54,26 @@ fs::path executable_directory() {
 // The source tree the binary was built from: build/rocefab sits in build/ under it.
 fs::path project_directory() { return executable_directory().parent_path(); }
 
+// How long a request to a fabric may take: ROCEFAB_TIMEOUT seconds, 20 by default.
+std::chrono::milliseconds request_timeout() {
+    if (const char* text = std::getenv("ROCEFAB_TIMEOUT"); text && *text) {
+        char* end = nullptr;
+        const double seconds = std::strtod(text, &end);
+        if (end && *end == '\0' && seconds > 0 && seconds < 86400)
+            return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+    }
+    return std::chrono::seconds(20);
+}
+
 std::vector<std::string> running_fabrics() {
     std::vector<std::string> names;
     std::error_code error;
     for (const auto& entry : fs::directory_iterator(control::runtime_root(), error)) {
         if (!entry.is_directory()) continue;
         const std::string name = entry.path().filename();
-        if (control::control_request(entry.path().string(), {{"op", "ping"}})) names.push_back(name);
+        // A short look: one stuck daemon must not hold up the list of the others.
+        if (control::control_request(entry.path().string(), {{"op", "ping"}}, nullptr, std::chrono::seconds(2)))
+            names.push_back(name);
     }
     std::sort(names.begin(), names.end());
     return names;
@@ -75,8 +88,13 @@ std::string join(const std::vector<std::string>& items) {
 // The fabric a command is about: the one named, or the only one running.
 std::string choose_fabric(const std::string& requested) {
     if (!requested.empty()) {
-        if (!control::control_request(control::runtime_directory(requested), {{"op", "ping"}}))
-            fail("fabric '" + requested + "' is not running (start it with: rocefab up CONFIG --name " + requested + ")");
+        std::string problem;
+        if (!control::control_request(control::runtime_directory(requested), {{"op", "ping"}}, &problem,
+                                      request_timeout())) {
+            if (problem.rfind("no daemon listens", 0) == 0)
+                fail("fabric '" + requested + "' is not running (start it with: rocefab up CONFIG --name " + requested + ")");
+            fail("fabric '" + requested + "' does not answer: " + problem);
+        }
         return requested;
     }
     const auto names = running_fabrics();
@@ -86,8 +104,9 @@ std::string choose_fabric(const std::string& requested) {
 }
 
 json request_or_fail(const std::string& fabric, const json& request) {
-    auto reply = control::control_request(control::runtime_directory(fabric), request);
-    if (!reply) fail("fabric '" + fabric + "' does not answer");
+    std::string problem;
+    auto reply = control::control_request(control::runtime_directory(fabric), request, &problem, request_timeout());
+    if (!reply) fail("fabric '" + fabric + "' does not answer: " + problem);
     if (!reply->value("ok", false)) fail(reply->value("error", std::string("request failed")));
     return *reply;
 }
@@ -98,7 +117,7 @@ int command_up(const std::string& config_path, const std::string& name_option, b
     if (!config::load_topology(config_path, topology, error)) fail(error.to_string(), 2);
     if (!name_option.empty()) topology.name = name_option;
     const std::string dir = control::runtime_directory(topology.name);
-    if (control::control_request(dir, {{"op", "ping"}})) fail("fabric '" + topology.name + "' is already up");
+    if (control::control_request(dir, {{"op", "ping"}}, nullptr, std::chrono::seconds(2))) fail("fabric '" + topology.name + "' is already up");
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) fail("cannot create " + dir + ": " + ec.message());
@@ -183,7 +202,7 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
     if (!found) fail("fabric " + fabric + " has no host '" + host + "' (hosts: " + join(hosts) + ")");
     const fs::path libdir = verbs_library_directory();
     if (!fs::exists(libdir / "libibverbs.so.1")) fail("the verbs library is missing from " + libdir.string() + " (build it, or set ROCEFAB_LIBDIR)");
-    const std::string socket = control::runtime_directory(fabric) + "/" + control::attach_socket_name;
+    const std::string socket = control::attach_socket_path(control::runtime_directory(fabric), host);
     ::setenv(attach::socket_env, socket.c_str(), 1);
     ::setenv(attach::host_env, host.c_str(), 1);
     std::string path = libdir.string();

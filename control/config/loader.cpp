@@ -2,6 +2,7 @@
 // carrying the position yaml-cpp recorded for the offending node, the key path and the valid choices.
 // Internally a failure unwinds as a `load_failure` exception; nothing escapes parse_topology.
 #include "control/config/topology.hpp"
+#include "dataplane/log.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -16,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <grp.h>
 #include <sstream>
 
 namespace rocefab::config {
@@ -207,7 +209,7 @@ public:
                                 "expected a mapping with the keys fabric, defaults, switches, hosts, links, seed; got " +
                                     describe_type(root)}};
         }
-        std::vector<std::string> top_keys = {"fabric", "defaults", "switches", "hosts", "links", "seed", "nic"};
+        std::vector<std::string> top_keys = {"fabric", "defaults", "switches", "hosts", "links", "seed", "nic", "daemon"};
         top_keys.insert(top_keys.end(), _extra_keys.begin(), _extra_keys.end());
         const mapping top = expect_map(root, "", top_keys);
 
@@ -224,6 +226,7 @@ public:
         load_hosts(hosts->value, out);
         if (const entry* e = top.find("links")) load_links(e->value, defaults, out);
         if (const entry* e = top.find("nic")) load_nic(e->value, out);
+        if (const entry* e = top.find("daemon")) load_daemon(e->value, out.daemon);
 
         check_every_nic_linked(out);
         check_every_switch_linked(out);
@@ -448,6 +451,33 @@ private:
                 }
             }
         }
+    }
+
+    // --- the daemon (topology.hpp documents the keys) ---
+
+    void load_daemon(const YAML::Node& node, daemon_settings& out) const {
+        if (node.IsNull()) return;
+        const mapping m = expect_map(node, "daemon", {"attach-group", "log", "max-sessions", "max-sessions-per-user"});
+        if (const entry* e = m.find("attach-group")) {
+            const std::string at = m.child_path("attach-group");
+            const std::string group = expect_scalar(e->value, at, "rdma");
+            if (!::getgrnam(group.c_str()))
+                fail(e->value, at, "no group '" + group + "' on this machine (see /etc/group or `getent group`)");
+            out.attach_group = group;
+        }
+        if (const entry* e = m.find("log")) {
+            const std::string at = m.child_path("log");
+            const std::string text = expect_scalar(e->value, at, "'warn,nic=debug'");
+            log::levels unused;
+            if (const std::string problem = log::parse_levels(text, unused); !problem.empty()) fail(e->value, at, problem);
+            out.log_levels = text;
+        }
+        if (const entry* e = m.find("max-sessions"))
+            out.max_sessions = static_cast<std::uint32_t>(load_whole(e->value, m.child_path("max-sessions"), 1, 65536,
+                                                                     "max-sessions"));
+        if (const entry* e = m.find("max-sessions-per-user"))
+            out.max_sessions_per_user = static_cast<std::uint32_t>(
+                load_whole(e->value, m.child_path("max-sessions-per-user"), 1, 65536, "max-sessions-per-user"));
     }
 
     // The trust and dcqcn keys of `m`, over what `out` holds already.

@@ -43,6 +43,13 @@
 //                                                     neighbour at their far end; a static route replaces
 //                                                     the computed route for the same prefix (a static
 //                                                     route's administrative distance is lower than BGP's)
+//   daemon:                            optional; the daemon that runs the fabric, not the fabric itself
+//     attach-group: rdma               besides the fabric's owner (the user who started it) and root,
+//                                      members of this group may run programs on it (docs/security.md)
+//     log: info                        spdlog levels, as ROCEFAB_LOG: "info" or "warn,nic=debug,attach=info";
+//                                      components daemon, attach, control, link, nic, switch
+//     max-sessions: 2048               verbs contexts (and device-list probes) open at once, in all;
+//     max-sessions-per-user: 512       ... and per user; more are refused (EAGAIN), never queued
 // Unknown keys are errors at every level (a misspelt `sped:` must not silently fall back to a default).
 #pragma once
 
@@ -164,6 +171,14 @@ struct link_config {
     int line = 0; // of the link in the file, for messages about it at run time
 };
 
+// The `daemon:` section (the keys are documented at the top of this file).
+struct daemon_settings {
+    std::string attach_group; // "" when only the owner and root may attach
+    std::string log_levels = "info";
+    std::uint32_t max_sessions = 2048;
+    std::uint32_t max_sessions_per_user = 512;
+};
+
 struct topology {
     std::string name;
     std::string source_file;
@@ -172,6 +187,7 @@ struct topology {
     std::vector<switch_config> switches;
     std::vector<link_config> links;
     nic_settings nic;
+    daemon_settings daemon;
     // For each switch, its routing table: one /32 (or /128) host route per NIC address in the fabric, in host
     // then NIC order, with the egress ports on all shortest paths (BFS over switches; hosts never forward), plus
     // nothing else. A NIC with no path from a switch (a back-to-back host link, a disconnected part of the

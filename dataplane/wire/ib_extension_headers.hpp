@@ -77,6 +77,17 @@ enum class nak_code : std::uint8_t {
     invalid_rd_request = 4,
 };
 
+constexpr const char* to_string(nak_code code) {
+    switch (code) {
+    case nak_code::psn_sequence_error: return "PSN sequence error";
+    case nak_code::invalid_request: return "invalid request";
+    case nak_code::remote_access_error: return "remote access error";
+    case nak_code::remote_operational_error: return "remote operational error";
+    case nak_code::invalid_rd_request: return "invalid RD request";
+    }
+    return "reserved NAK code";
+}
+
 // AETH syndrome, IBA 9.7.5.2.8 Table 51: bit 7 reserved (0), bits 6..5 the kind
 // (00 ACK, 01 RNR NAK, 10 reserved, 11 NAK), bits 4..0 credits, RNR timer or NAK code.
 namespace aeth_syndrome {

@@ -62,9 +62,11 @@ int start_poll(ibv_cq_ex* ibcq, ibv_poll_cq_attr* attr) {
     cq->poll_lock.lock(); // held until end_poll, or released here when there is nothing
     if (cq_empty(cq)) {
         cq->poll_lock.unlock();
-        if (cq->empty_polls++ >= 4) {
-            cq->empty_polls = 0;
+        if (cq->empty_polls.fetch_add(1, std::memory_order_relaxed) >= 4) {
+            cq->empty_polls.store(0, std::memory_order_relaxed);
             sched_yield(); // see poll_cq in verbs.cpp
+            // A dead device's flush completions are there to be polled at once.
+            if (!device_alive(context_of(ibcq->context))) return start_poll(ibcq, attr);
         }
         return ENOENT;
     }
@@ -170,6 +172,7 @@ void wr_start(ibv_qp_ex* ibqp) {
     qp->wr_producer = qp->control->send.producer.load(std::memory_order_relaxed);
     qp->wr_current = nullptr;
     qp->wr_error = (ibqp->qp_base.state < IBV_QPS_RTS && ibqp->qp_base.state != IBV_QPS_ERR) ? EINVAL : 0;
+    if (context_of(ibqp->qp_base.context)->dead.load(std::memory_order_acquire)) qp->wr_error = EIO;
 }
 
 int wr_complete(ibv_qp_ex* ibqp) {
@@ -177,7 +180,7 @@ int wr_complete(ibv_qp_ex* ibqp) {
     const int error = qp->wr_error;
     if (!error) {
         qp->control->send.producer.store(qp->wr_producer, std::memory_order_release);
-        context_of(ibqp->qp_base.context)->bell->ring();
+        notify_nic(context_of(ibqp->qp_base.context), qp);
     }
     qp->wr_current = nullptr;
     qp->send_lock.unlock();

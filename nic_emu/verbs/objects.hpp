@@ -2,7 +2,7 @@
 // verbs) and extended.cpp (ibv_create_cq_ex, ibv_qp_ex and the ibv_wr_* calls, query_device_ex).
 #pragma once
 
-#include "dataplane/doorbell.hpp"
+#include "dataplane/wake_flag.hpp"
 #include "nic_emu/attach_protocol.hpp"
 #include "nic_emu/hw_abi.hpp"
 #include "nic_emu/verbs/command_channel.hpp"
@@ -11,8 +11,10 @@
 
 #include <cstddef>
 #include <cstring>
+#include <atomic>
 #include <map>
 #include <mutex>
+#include <vector>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -58,7 +60,7 @@ struct rf_cq {
     std::uint32_t slot_count = 0;
     std::size_t map_length = 0;
     std::mutex poll_lock; // ibv_poll_cq may be called from several threads
-    unsigned empty_polls = 0;
+    std::atomic<unsigned> empty_polls{0}; // a hint only: polling threads race on it harmlessly
     bool ex_current = false; // start_poll/next_poll left a CQE current, consumed by the next call
 };
 
@@ -104,8 +106,46 @@ struct rf_context {
     std::map<std::uint32_t, rf_cq*> cqs; // for completion and async events
     std::map<std::uint32_t, rf_qp*> qps;
     std::map<std::uint32_t, rf_srq*> srqs; // for SRQ async events
-    doorbell* bell = nullptr; // the data plane's, in a page shared with the daemon
+    // Telling the NIC about new work (hw_abi.hpp's doorbell queue, wake_flag.hpp): the QPs with
+    // work go into the doorbell queue, and the data plane is woken through this context's own
+    // eventfd when the wake page says it sleeps.
+    const wake_flag* wake = nullptr;       // the data plane's page, mapped read-only
+    hw::doorbell_queue* doorbells = nullptr;
+    int doorbell_fd = -1;
+    std::mutex doorbell_lock; // serialises producers of the doorbell queue
+    std::map<std::uint32_t, rf_channel*> channels; // for completion events when the device dies
+    // The daemon plays the device; when it is gone the device is dead (device_fatal.cpp).
+    std::atomic<bool> dead{false};
+    std::mutex death_lock;
+    std::atomic<std::int64_t> next_liveness_check{0}; // CLOCK_MONOTONIC_COARSE nanoseconds
+    std::vector<int> dead_device_pipes;               // write ends standing in for the daemon's
 };
+
+// device_fatal.cpp. What a program sees when the device dies, as with a ConnectX that dies: an
+// IBV_EVENT_DEVICE_FATAL, every outstanding work request completed with a flush error (and the
+// completion events of armed CQs), and every verb after that failing. Idempotent; any thread.
+void device_died(rf_context* ctx);
+// A cheap look whether the daemon is still there, made at most every 10 ms: false once the
+// device is dead (and device_died has run).
+bool device_alive(rf_context* ctx);
+
+// After publishing WQEs on `qp`'s rings (a release store of the producer): queues the QP for
+// the NIC, once however much is posted until the NIC takes it, and wakes the data plane.
+inline void notify_nic(rf_context* ctx, rf_qp* qp) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (qp->control->queued.exchange(1, std::memory_order_seq_cst) == 0) {
+        std::lock_guard guard(ctx->doorbell_lock);
+        hw::doorbell_queue& q = *ctx->doorbells;
+        const std::uint32_t producer = q.ring.producer.load(std::memory_order_relaxed);
+        if (producer - q.ring.consumer.load(std::memory_order_acquire) >= hw::doorbell_queue_slots) {
+            q.overflowed.store(1, std::memory_order_release); // the NIC will look at every QP
+        } else {
+            q.handles[producer % hw::doorbell_queue_slots].store(qp->qp.handle, std::memory_order_relaxed);
+            q.ring.producer.store(producer + 1, std::memory_order_release);
+        }
+    }
+    ring(*ctx->wake, ctx->doorbell_fd);
+}
 
 // rf_context holds a mutex and a map, so it is not standard-layout; `verbs` is its first member
 // and sits at offset 0 regardless, which is all this relies on.
@@ -116,9 +156,24 @@ inline rf_cq* cq_of(ibv_cq* c) { return reinterpret_cast<rf_cq*>(c); }
 inline rf_qp* qp_of(ibv_qp* q) { return reinterpret_cast<rf_qp*>(q); }
 
 // Sends a command; returns 0 or the errno value of the transport or of the verb.
+// What undoes an object: on a dead device it succeeds, so that a program can free what it held
+// (as the kernel lets a program destroy the objects of a disassociated device).
+inline bool destroys(attach::op code) {
+    using attach::op;
+    return code == op::dealloc_pd || code == op::dereg_mr || code == op::destroy_comp_channel ||
+           code == op::destroy_cq || code == op::destroy_qp || code == op::destroy_ah || code == op::destroy_srq;
+}
+
+// Sends a command; returns 0 or the errno value of the verb. Once the device is dead, EIO
+// (and 0 for what destroys an object).
 inline int command(ibv_context* context, attach::request& request, attach::reply& reply, int* fd = nullptr) {
-    if (int error = context_of(context)->channel.call(request, reply, fd)) return error;
-    return reply.status;
+    rf_context* ctx = context_of(context);
+    if (fd) *fd = -1;
+    if (!ctx->dead.load(std::memory_order_acquire)) {
+        if (!ctx->channel.call(request, reply, fd)) return reply.status;
+        device_died(ctx); // the daemon's end of the command channel is gone
+    }
+    return destroys(request.code) ? 0 : EIO;
 }
 
 inline attach::request make_request(attach::op code, std::uint32_t handle = 0) {
@@ -129,8 +184,8 @@ inline attach::request make_request(attach::op code, std::uint32_t handle = 0) {
     return r;
 }
 
-inline void* map_shared(int fd, std::size_t length) {
-    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+inline void* map_shared(int fd, std::size_t length, int protection = PROT_READ | PROT_WRITE) {
+    void* p = ::mmap(nullptr, length, protection, MAP_SHARED, fd, 0);
     ::close(fd);
     return p == MAP_FAILED ? nullptr : p;
 }

@@ -6,7 +6,7 @@
 // Return conventions follow rdma-core 44: int verbs return 0 or an errno value; constructors
 // return NULL with errno set; ibv_query_gid/ibv_query_pkey return -1 on failure.
 
-#include "dataplane/doorbell.hpp"
+#include "dataplane/wake_flag.hpp"
 #include "nic_emu/attach_protocol.hpp"
 #include "nic_emu/hw_abi.hpp"
 #include "nic_emu/verbs/command_channel.hpp"
@@ -30,7 +30,7 @@
 #include <new>
 #include <sys/mman.h>
 #include <sched.h>
-#include <sys/prctl.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 using namespace rocefab;
@@ -43,6 +43,10 @@ using namespace rocefab::verbs;
 
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     rf_qp* qp = qp_of(ibqp);
+    if (context_of(ibqp->context)->dead.load(std::memory_order_acquire)) { // device_fatal.cpp
+        *bad_wr = wr;
+        return EIO;
+    }
     std::lock_guard guard(qp->send_lock);
     hw::ring_header& ring = qp->control->send;
     std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
@@ -121,7 +125,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         ring.producer.store(producer, std::memory_order_release); // the doorbell
     }
     if (error) *bad_wr = wr;
-    context_of(ibqp->context)->bell->ring();
+    notify_nic(context_of(ibqp->context), qp);
     return error;
 }
 
@@ -154,6 +158,10 @@ int post_receives(hw::ring_header& ring, hw::recv_wqe* slots, std::uint32_t max_
 
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     rf_qp* qp = qp_of(ibqp);
+    if (context_of(ibqp->context)->dead.load(std::memory_order_acquire)) {
+        *bad_wr = wr;
+        return EIO;
+    }
     if (ibqp->state == IBV_QPS_RESET) {
         *bad_wr = wr;
         return EINVAL;
@@ -164,25 +172,31 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         error = post_receives(qp->control->recv, qp->recv_slots, qp->cap.max_recv_wr, qp->cap.max_recv_sge, wr,
                               bad_wr);
     }
-    context_of(ibqp->context)->bell->ring();
+    // The NIC takes receive WQEs when requests arrive; it must look only at a QP in the error
+    // state, which flushes them, but telling it costs nothing once the QP is queued.
+    notify_nic(context_of(ibqp->context), qp);
     return error;
 }
 
 int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     rf_srq* srq = reinterpret_cast<rf_srq*>(ibsrq);
+    if (context_of(ibsrq->context)->dead.load(std::memory_order_acquire)) {
+        *bad_wr = wr;
+        return EIO;
+    }
     int error;
     {
         std::lock_guard guard(srq->lock);
         error = post_receives(srq->control->recv, srq->slots, srq->max_wr, srq->max_sge, wr, bad_wr);
     }
-    context_of(ibsrq->context)->bell->ring();
+    // Nothing to tell the NIC: it takes an SRQ's WQEs when requests arrive.
     return error;
 }
 
 constexpr unsigned empty_polls_before_yield = 4;
 
-int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
-    rf_cq* cq = cq_of(ibcq);
+// Takes up to `entries` completions off the CQ's ring.
+int poll_ring(rf_cq* cq, int entries, ibv_wc* wc) {
     std::lock_guard guard(cq->poll_lock);
     hw::ring_header& ring = cq->control->ring;
     std::uint32_t consumer = ring.consumer.load(std::memory_order_relaxed);
@@ -206,12 +220,20 @@ int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
         out.dlid_path_bits = e.dlid_path_bits;
     }
     ring.consumer.store(consumer, std::memory_order_release);
-    if (n == 0 && cq->empty_polls++ >= empty_polls_before_yield) {
+    return n;
+}
+
+int poll_cq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
+    rf_cq* cq = cq_of(ibcq);
+    const int n = poll_ring(cq, entries, wc);
+    if (n == 0 && cq->empty_polls.fetch_add(1, std::memory_order_relaxed) >= empty_polls_before_yield) {
         // The "hardware" is a process too. A program that busy-polls an empty CQ on a machine
         // with fewer cores than busy threads would otherwise hold the core the NIC needs to
         // produce the completion it waits for.
-        cq->empty_polls = 0;
+        cq->empty_polls.store(0, std::memory_order_relaxed);
         sched_yield();
+        // Nothing more comes from a dead device: its flush completions are there at once.
+        if (!device_alive(context_of(ibcq->context))) return poll_ring(cq, entries, wc);
     }
     return n;
 }
@@ -315,34 +337,48 @@ ibv_context* ibv_open_device(ibv_device* device) {
     attach::reply reply;
     std::memset(&reply, 0, sizeof reply);
     int error = ctx->channel.connect_and_hello(reply);
-    int async_fd = -1;
+    int fds[attach::open_device_reply_fds] = {-1, -1, -1, -1};
+    auto close_fds = [&] {
+        for (int& fd : fds)
+            if (fd >= 0) ::close(fd), fd = -1;
+    };
     if (!error) {
-        attach::request request = make_request(attach::op::open_device);
-        std::snprintf(request.open_device.device, sizeof request.open_device.device, "%s", dev->info.name);
-        error = ctx->channel.call(request, reply, &async_fd);
-        if (!error) error = reply.status;
+        // The NIC reaches this program's registered memory through these two descriptors, as a
+        // device uses DMA (nic_emu/process_memory.hpp): opened here, with this program's rights,
+        // they reach this address space and nothing else, and nothing once this program execs.
+        const int memory[attach::open_device_request_fds] = {::open("/proc/self/mem", O_RDWR | O_CLOEXEC),
+                                                             ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC)};
+        if (memory[0] < 0 || memory[1] < 0) {
+            error = errno;
+        } else {
+            attach::request request = make_request(attach::op::open_device);
+            std::snprintf(request.open_device.device, sizeof request.open_device.device, "%s", dev->info.name);
+            error = ctx->channel.call(request, reply, memory, fds);
+            if (!error) error = reply.status;
+        }
+        for (int fd : memory)
+            if (fd >= 0) ::close(fd);
     }
+    if (!error && std::find(std::begin(fds), std::end(fds), -1) != std::end(fds)) error = EIO;
     if (error) {
-        if (async_fd >= 0) ::close(async_fd);
+        close_fds();
         delete ctx;
         errno = error;
         return nullptr;
     }
-    {
-        attach::request request = make_request(attach::op::map_doorbell);
-        attach::reply mapped;
-        int fd = -1;
-        if (ctx->channel.call(request, mapped, &fd) != 0 || mapped.status || fd < 0 ||
-            !(ctx->bell = static_cast<doorbell*>(map_shared(fd, 4096)))) {
-            if (async_fd >= 0) ::close(async_fd);
-            delete ctx;
-            errno = EIO;
-            return nullptr;
-        }
+    const int async_fd = fds[0];
+    ctx->doorbell_fd = fds[1];
+    ctx->wake = static_cast<const wake_flag*>(map_shared(fds[2], 4096, PROT_READ));
+    ctx->doorbells = static_cast<hw::doorbell_queue*>(map_shared(fds[3], hw::doorbell_queue_region_size));
+    if (!ctx->wake || !ctx->doorbells) {
+        if (ctx->wake) ::munmap(const_cast<wake_flag*>(ctx->wake), 4096);
+        if (ctx->doorbells) ::munmap(ctx->doorbells, hw::doorbell_queue_region_size);
+        ::close(async_fd);
+        ::close(ctx->doorbell_fd);
+        delete ctx;
+        errno = EIO;
+        return nullptr;
     }
-    // The NIC reaches registered memory with process_vm_readv/writev, as a device uses DMA.
-    // Under Yama's ptrace_scope=1 a non-root daemon needs this process's permission.
-    if (ctx->channel.daemon_pid() > 0) ::prctl(PR_SET_PTRACER, ctx->channel.daemon_pid(), 0, 0, 0);
 
     ctx->info = reply.open_device.device;
     ibv_context& c = ctx->verbs.context;
@@ -368,7 +404,10 @@ int ibv_close_device(ibv_context* context) {
     // Closing the command channel is the daemon's signal to free everything the context
     // still holds, as closing /dev/infiniband/uverbsN is the kernel's.
     if (context->async_fd >= 0) ::close(context->async_fd);
-    ::munmap(ctx->bell, 4096);
+    for (int fd : ctx->dead_device_pipes) ::close(fd);
+    ::close(ctx->doorbell_fd);
+    ::munmap(const_cast<wake_flag*>(ctx->wake), 4096);
+    ::munmap(ctx->doorbells, hw::doorbell_queue_region_size);
     delete ctx;
     return 0;
 }
@@ -551,6 +590,9 @@ ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
     channel->channel.fd = fd;
     channel->channel.refcnt = 0;
     channel->handle = reply.handle;
+    rf_context* ctx = context_of(context);
+    std::lock_guard guard(ctx->objects_lock);
+    ctx->channels[reply.handle] = channel;
     return &channel->channel;
 }
 
@@ -560,6 +602,11 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
     attach::request request = make_request(attach::op::destroy_comp_channel, rf->handle);
     attach::reply reply;
     if (int error = command(channel->context, request, reply)) return error;
+    {
+        rf_context* ctx = context_of(channel->context);
+        std::lock_guard guard(ctx->objects_lock);
+        ctx->channels.erase(rf->handle);
+    }
     ::close(channel->fd);
     delete rf;
     return 0;
@@ -639,12 +686,18 @@ int ibv_destroy_cq(ibv_cq* ibcq) {
 
 int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     attach::cq_event_record record;
-    ssize_t got;
-    do {
-        got = ::read(channel->fd, &record, sizeof record);
-    } while (got < 0 && errno == EINTR);
-    if (got != static_cast<ssize_t>(sizeof record)) return -1;
     rf_context* ctx = context_of(channel->context);
+    ssize_t got;
+    for (;;) {
+        do {
+            got = ::read(channel->fd, &record, sizeof record);
+        } while (got < 0 && errno == EINTR);
+        // End of file: the daemon, which held the other end, is gone. The dead device's last
+        // events take the channel's place (device_fatal.cpp); read those.
+        if (got != 0 || ctx->dead.load(std::memory_order_acquire)) break;
+        device_died(ctx);
+    }
+    if (got != static_cast<ssize_t>(sizeof record)) return -1;
     std::lock_guard guard(ctx->objects_lock);
     auto it = ctx->cqs.find(record.cq_handle);
     if (it == ctx->cqs.end()) {
@@ -896,13 +949,19 @@ int ibv_destroy_srq(ibv_srq* ibsrq) {
 
 int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
     attach::async_event_record record;
+    rf_context* ctx = context_of(context);
     ssize_t got;
-    do {
-        got = ::read(context->async_fd, &record, sizeof record);
-    } while (got < 0 && errno == EINTR);
+    for (;;) {
+        do {
+            got = ::read(context->async_fd, &record, sizeof record);
+        } while (got < 0 && errno == EINTR);
+        // End of file: the daemon is gone, and IBV_EVENT_DEVICE_FATAL waits in the pipe that
+        // took the event descriptor's place (device_fatal.cpp).
+        if (got != 0 || ctx->dead.load(std::memory_order_acquire)) break;
+        device_died(ctx);
+    }
     if (got != static_cast<ssize_t>(sizeof record)) return -1;
     event->event_type = static_cast<ibv_event_type>(record.event_type);
-    rf_context* ctx = context_of(context);
     std::lock_guard guard(ctx->objects_lock);
     switch (event->event_type) {
     case IBV_EVENT_CQ_ERR: {

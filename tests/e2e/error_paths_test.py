@@ -39,6 +39,13 @@ EXPECTED = {
                        {"h1": {"req_cqe_flush_error": 5, "resp_cqe_flush_error": 2, "req_cqe_error": 0,
                                "rnr_nak_retry_err": 0},
                         "h2": {"resp_cqe_flush_error": 0}}),
+    # The server's MR lost its pages (or their write access) after registering: the write fails
+    # when it is made, and is answered as an access error, never acknowledged.
+    "write_to_unmapped": ("IBV_WC_REM_ACCESS_ERR",
+                          {"h1": ACCESS_ERROR["h1"], "h2": dict(ACCESS_ERROR["h2"], memory_access_faults=1)}),
+    "write_to_read_only": ("IBV_WC_REM_ACCESS_ERR",
+                           {"h1": ACCESS_ERROR["h1"], "h2": dict(ACCESS_ERROR["h2"], memory_access_faults=1)}),
+    "registration_refused": ("EFAULT", {"h1": {"req_cqe_error": 0}, "h2": {"resp_cqe_error": 0}}),
     # retry_cnt 3: the transport timer expires four times, the last ends the WR.
     "retry_exhausted": ("IBV_WC_RETRY_EXC_ERR",
                         {"h1": {"local_ack_timeout_err": 4, "req_cqe_error": 1, "req_cqe_flush_error": 0},
@@ -100,6 +107,15 @@ class error_paths_case(fabric_case):
 class error_paths(error_paths_case):
     def test_each_error_ends_with_the_hardware_status_and_the_daemon_keeps_serving(self):
         for case in ("wrong_rkey", "out_of_bounds_write", "read_without_access", "rnr_exhausted", "flush_on_error"):
+            with self.subTest(case=case):
+                before = self.nic_counters()
+                server, client = self.run_cases(case)
+                self.assert_case_lines([case], server, client)
+                self.assert_resources_freed()
+                self.assert_counters_moved(case, before, self.nic_counters())
+
+    def test_memory_a_program_took_away_fails_the_write_on_both_sides(self):
+        for case in ("registration_refused", "write_to_unmapped", "write_to_read_only"):
             with self.subTest(case=case):
                 before = self.nic_counters()
                 server, client = self.run_cases(case)

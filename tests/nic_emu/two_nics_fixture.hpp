@@ -5,12 +5,14 @@
 
 #include "dataplane/virtual_time_driver.hpp"
 #include "dataplane/wiring.hpp"
+#include "nic_emu/attach_protocol.hpp"
 #include "nic_emu/nic_node.hpp"
 #include "tests/support/eal_environment.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fcntl.h>
 #include <numeric>
 #include <unistd.h>
 #include <vector>
@@ -47,6 +49,7 @@ struct host_side {
     hw::recv_wqe* rq = nullptr;
     std::vector<std::uint8_t> memory = std::vector<std::uint8_t>(4 << 20);
     std::uint32_t mr_handle = 0, lkey = 0, rkey = 0;
+    int async_read_fd = -1; // the context's async events (attach::async_event_record)
 };
 
 struct connection_options {
@@ -98,9 +101,17 @@ protected:
         make_host(h2, *_nic2);
     }
 
+    void TearDown() override {
+        for (auto* h : {&h1, &h2})
+            if (h->async_read_fd >= 0) ::close(h->async_read_fd);
+    }
+
     void make_host(host_side& h, nic_node& nic) {
         h.nic = &nic;
-        h.context = nic.open_context(std::make_unique<local_address_space>(), -1);
+        int events[2];
+        ASSERT_EQ(::pipe2(events, O_CLOEXEC | O_NONBLOCK), 0);
+        h.async_read_fd = events[0];
+        h.context = nic.open_context(std::make_unique<local_address_space>(), events[1]);
         ASSERT_EQ(nic.alloc_pd(h.context, h.pd), 0);
         ASSERT_EQ(nic.reg_mr(h.context, h.pd, reinterpret_cast<std::uint64_t>(h.memory.data()), h.memory.size(),
                              reinterpret_cast<std::uint64_t>(h.memory.data()),
@@ -230,6 +241,22 @@ protected:
     }
 
     void run_for(sim_time span) { _driver->run_until(_driver->now() + span); }
+
+    // The async events the host's context has raised since the last call.
+    static std::vector<attach::async_event_record> async_events(const host_side& h) {
+        std::vector<attach::async_event_record> out;
+        attach::async_event_record r;
+        while (::read(h.async_read_fd, &r, sizeof r) == sizeof r) out.push_back(r);
+        return out;
+    }
+
+    static ibv_qp_state state_of(const host_side& h) {
+        ibv_qp_attr attr{};
+        ibv_qp_cap cap{};
+        bool all = false;
+        h.nic->query_qp(h.context, h.qp, attr, cap, all);
+        return attr.qp_state;
+    }
 
     int _mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE; // set before SetUp to change
     wiring _wiring;
