@@ -249,14 +249,20 @@ bool load_scenario(const std::string& path, scenario& out, config::config_error&
     out = scenario{};
     std::string text;
     if (!config::read_config_file(path, text, error)) return false;
-    if (!config::parse_topology(text, path, {"traffic", "simulation"}, out.topology, error)) return false;
+    return parse_scenario(text, path, out, error);
+}
+
+bool parse_scenario(const std::string& yaml_text, const std::string& file_name, scenario& out,
+                    config::config_error& error) {
+    out = scenario{};
+    if (!config::parse_topology(yaml_text, file_name, {"traffic", "simulation"}, out.topology, error)) return false;
     try {
-        scenario_loader(path, out).load(YAML::Load(text));
+        scenario_loader(file_name, out).load(YAML::Load(yaml_text));
         return true;
     } catch (const failure& f) {
         error = f.error;
     } catch (const std::exception& e) {
-        error = {path, 0, 0, "", std::string("internal error while loading: ") + e.what()};
+        error = {file_name, 0, 0, "", std::string("internal error while loading: ") + e.what()};
     }
     return false;
 }

@@ -43,5 +43,9 @@ struct scenario {
 
 // Loads and checks a scenario; on error fills `error` (file, line, key, what is valid).
 bool load_scenario(const std::string& path, scenario& out, config::config_error& error);
+// The same from text (load_scenario reads the file and calls this). `file_name` is used in
+// messages, for the default fabric name and to find a size-cdf given relative to the file.
+bool parse_scenario(const std::string& yaml_text, const std::string& file_name, scenario& out,
+                    config::config_error& error);
 
 } // namespace rocefab::sim

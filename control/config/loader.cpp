@@ -185,6 +185,7 @@ struct pending_port {
 };
 
 struct pending_switch {
+    YAML::Node node; // the switch's entry, for messages about the switch as a whole
     std::optional<std::pair<YAML::Node, std::string>> adaptive_interfaces; // node and key path
     std::optional<std::pair<YAML::Node, std::string>> routes;
 };
@@ -228,6 +229,7 @@ public:
         if (const entry* e = top.find("daemon")) load_daemon(e->value, out.daemon);
 
         check_every_nic_linked(out);
+        check_every_switch_linked(out);
         number_switch_ports(out);
         assign_macs(out);
         resolve_switch_ports(out);
@@ -736,6 +738,7 @@ private:
             if (const entry* e = m.find("buffer")) sw.buffer = load_buffer(e->value, m.child_path("buffer"));
             // Interfaces and routes name ports, which exist only once the links are read.
             pending_switch pending;
+            pending.node = items[s];
             if (const entry* e = m.find("adaptive-routing"))
                 pending.adaptive_interfaces = load_adaptive_routing(e->value, m.child_path("adaptive-routing"), sw);
             if (const entry* e = m.find("routes")) pending.routes = {e->value, m.child_path("routes")};
@@ -1038,6 +1041,20 @@ private:
                              "' is not linked; add it to links: (e.g. - { a: " + out.hosts[h].name + "/" +
                              out.hosts[h].nics[n].name + ", b: " +
                              (out.switches.empty() ? std::string("sw1") : out.switches[0].name) + "/swp1 })");
+    }
+
+    // A switch's ports are the ends of its links: one without links would have no ports, which
+    // the switch itself refuses (switch_emu::validate) when the fabric starts, with no place in
+    // the file to point at. Say so here.
+    void check_every_switch_linked(const topology& out) const {
+        for (std::size_t s = 0; s < out.switches.size(); ++s) {
+            if (!_ports[s].empty()) continue;
+            const std::string& name = out.switches[s].name;
+            const std::string peer = out.switches.size() > 1 ? out.switches[s == 0 ? 1 : 0].name + "/swp32" : "h1/rfab1";
+            fail(_pending_switches[s].node, "switches[" + std::to_string(s) + "]",
+                 "switch '" + name + "' is not linked, so it has no ports; add it to links: (e.g. - { a: " + name +
+                     "/swp1, b: " + peer + " }) or remove it");
+        }
     }
 
     void number_switch_ports(topology& out) {

@@ -38,7 +38,8 @@ inline rte_mbuf* make_frame(std::span<const std::uint8_t> bytes) {
         rte_pktmbuf_free(m);
         return nullptr;
     }
-    std::memcpy(data, bytes.data(), bytes.size());
+    // An empty span may have no data pointer, and memcpy's arguments must not be null even for 0 bytes.
+    if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
     return m;
 }
 

@@ -407,7 +407,14 @@ TEST_F(switch_pipeline, bad_version_ihl_or_total_length_is_dropped_as_malformed)
         auto bytes = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"));
         wire::ipv4_header ip = read_ipv4(bytes);
         edit(ip);
-        ip.update_checksum(); // so that only the edited field is wrong
+        // A valid checksum, so that only the edited field is wrong. Over the 20 bytes of the copy,
+        // not update_checksum()'s IHL x 4: IHL 15 would make it read 40 bytes past the copy.
+        ip.checksum.store(0);
+        const auto* b = reinterpret_cast<const std::uint8_t*>(&ip);
+        std::uint32_t sum = 0;
+        for (std::size_t i = 0; i < sizeof ip; i += 2) sum += std::uint32_t(b[i]) << 8 | b[i + 1];
+        while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+        ip.checksum.store(static_cast<std::uint16_t>(~sum));
         std::memcpy(bytes.data() + l3, &ip, sizeof ip);
         return bytes;
     };

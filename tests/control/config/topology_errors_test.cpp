@@ -284,6 +284,27 @@ TEST(topology_errors, nic_without_a_link_points_at_the_nic) {
     EXPECT_CONTAINS(error.message, "NIC 'h2/rfab0' is not linked");
 }
 
+// Found by fuzz_topology_config: the loader accepted it, and the fabric then failed to start with
+// "switch sw2: has no ports", naming no place in the file.
+TEST(topology_errors, switch_without_links_is_named_with_its_position) {
+    const auto error = load_error(R"(
+switches:
+  - name: sw1
+  - { name: sw2 }
+hosts:
+  - name: h1
+    nics:
+      - { name: rfab0, address: 10.0.0.1/24 }
+links:
+  - { a: h1/rfab0, b: sw1/swp1 }
+)");
+    EXPECT_EQ(error.line, 3);
+    EXPECT_EQ(error.column, 5);
+    EXPECT_EQ(error.key, "switches[1]");
+    EXPECT_CONTAINS(error.message, "switch 'sw2' is not linked");
+    EXPECT_CONTAINS(error.message, "add it to links:");
+}
+
 TEST(topology_errors, link_from_a_node_to_itself) {
     const auto error = load_error(fabric_with("  - { a: sw1/swp3, b: sw1/swp4 }"));
     EXPECT_EQ(error.line, 12);

