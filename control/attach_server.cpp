@@ -296,6 +296,11 @@ private:
             return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_cq(ctx, handle); });
         case op::create_qp: {
             const auto q = request.create_qp;
+            // Only a valid ibv_qp_type may become one; the others are answered as create_qp does.
+            if (q.qp_type != IBV_QPT_RC && q.qp_type != IBV_QPT_UC && q.qp_type != IBV_QPT_UD) {
+                a->reply.status = EOPNOTSUPP;
+                return respond(a);
+            }
             ibv_qp_cap cap{};
             std::uint32_t send_slots, recv_slots;
             if ((a->reply.status = nic::nic_node::qp_geometry(q.cap, cap, send_slots, recv_slots))) return respond(a);

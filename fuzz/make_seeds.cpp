@@ -8,7 +8,9 @@
 #include "dataplane/wire/pfc.hpp"
 #include "dataplane/wire/roce_frame.hpp"
 #include "fuzz/nic_under_test.hpp"
+#include "fuzz/support/attach_records.hpp"
 #include "fuzz/support/records.hpp"
+#include "nic_emu/attach_protocol.hpp"
 #include "fuzz/switch_under_test.hpp"
 
 #include <cstdio>
@@ -491,6 +493,174 @@ void nic_seeds(const std::filesystem::path& root) {
 
 } // namespace
 
+// ---- fuzz_attach_protocol -------------------------------------------------------------------
+
+// A program's conversation with the attach socket (support/attach_records.hpp). Handles are
+// named by the order the replies returned them: 0 the first (after open_device, which returns
+// none), 1 the next, ...
+struct conversation {
+    explicit conversation(std::uint8_t flags = 0) { data.push_back(flags); }
+    conversation& send(const attach::request& r, std::uint8_t extra = 0) {
+        // The body: the request from `handle` on, as far as its fields reach (at most 255 bytes).
+        const auto* from = reinterpret_cast<const std::uint8_t*>(&r.handle);
+        std::size_t length = std::min<std::size_t>(255, sizeof r - offsetof(attach::request, handle));
+        while (length > 4 && from[length - 1] == 0) --length;
+        data.push_back(static_cast<std::uint8_t>(static_cast<std::uint8_t>(r.code) | extra));
+        data.push_back(static_cast<std::uint8_t>(length));
+        data.insert(data.end(), from, from + length);
+        return *this;
+    }
+    conversation& raw(const bytes& datagram, std::uint8_t extra = 0) {
+        data.push_back(static_cast<std::uint8_t>(fuzz::attach_raw | extra));
+        data.push_back(static_cast<std::uint8_t>(datagram.size()));
+        data.insert(data.end(), datagram.begin(), datagram.end());
+        return *this;
+    }
+    conversation& scribble(std::uint8_t region, std::uint16_t offset, const bytes& with) {
+        data.push_back(fuzz::attach_scribble);
+        data.push_back(static_cast<std::uint8_t>(3 + with.size()));
+        data.push_back(region);
+        data.push_back(static_cast<std::uint8_t>(offset >> 8));
+        data.push_back(static_cast<std::uint8_t>(offset));
+        data.insert(data.end(), with.begin(), with.end());
+        return *this;
+    }
+    bytes data;
+};
+
+attach::request request(attach::op code, std::uint32_t handle = 0) {
+    attach::request r{};
+    r.code = code;
+    r.handle = handle;
+    return r;
+}
+
+void attach_seeds(const std::filesystem::path& root) {
+    using attach::op;
+    const std::filesystem::path dir = root / "attach_protocol";
+    std::filesystem::create_directories(dir);
+    unsigned count = 0;
+    auto write = [&](const std::string& name, const conversation& c) {
+        std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+        out.write(reinterpret_cast<const char*>(c.data.data()), static_cast<std::streamsize>(c.data.size()));
+        ++count;
+    };
+    auto rc_qp = [](std::uint32_t pd, std::uint32_t cq, ibv_qp_type type = IBV_QPT_RC, std::uint32_t srq = 0) {
+        attach::request r = request(op::create_qp);
+        r.create_qp.pd = pd;
+        r.create_qp.send_cq = r.create_qp.recv_cq = cq;
+        r.create_qp.srq = srq;
+        r.create_qp.qp_type = type;
+        r.create_qp.cap.max_send_wr = r.create_qp.cap.max_recv_wr = 8;
+        r.create_qp.cap.max_send_sge = r.create_qp.cap.max_recv_sge = 1;
+        return r;
+    };
+    auto cq = [](std::uint32_t cqe, std::uint32_t channel = 0) {
+        attach::request r = request(op::create_cq);
+        r.create_cq.cqe = cqe;
+        r.create_cq.channel = channel;
+        return r;
+    };
+    auto modify = [](std::uint32_t qp, ibv_qp_state state, int mask) {
+        attach::request r = request(op::modify_qp, qp);
+        r.modify_qp.attr.qp_state = state;
+        r.modify_qp.attr.port_num = 1;
+        r.modify_qp.attr.path_mtu = IBV_MTU_1024;
+        r.modify_qp.attr.dest_qp_num = 0x11;
+        r.modify_qp.attr.timeout = 14;
+        r.modify_qp.attr.retry_cnt = 7;
+        r.modify_qp.attr.rnr_retry = 7;
+        r.modify_qp.attr.ah_attr.is_global = 1;
+        r.modify_qp.attr.ah_attr.port_num = 1;
+        r.modify_qp.attr.ah_attr.grh.sgid_index = 1;
+        // h2's address, 10.0.0.2, as an IPv4-mapped GID.
+        const std::uint8_t gid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};
+        std::memcpy(r.modify_qp.attr.ah_attr.grh.dgid.raw, gid, 16);
+        r.modify_qp.mask = mask;
+        return r;
+    };
+    // pd 0, cq 1, qp 2: up to RTS towards h2, queried, torn down in order.
+    conversation connected;
+    connected.send(request(op::alloc_pd)).send(cq(16)).send(rc_qp(0, 1));
+    connected.send(modify(2, IBV_QPS_INIT, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    connected.send(modify(2, IBV_QPS_RTR,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+    connected.send(modify(2, IBV_QPS_RTS,
+                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                              IBV_QP_MAX_QP_RD_ATOMIC));
+    connected.send(request(op::query_qp, 2)).send(request(op::query_device)).send(request(op::query_port));
+    write("rc_qp_to_rts_and_back", conversation(connected)
+                                       .send(request(op::destroy_qp, 2))
+                                       .send(request(op::destroy_cq, 1))
+                                       .send(request(op::dealloc_pd, 0)));
+    // The same QP's rings and CQ scribbled on, its doorbell rung: the NIC reads what it finds.
+    write("rc_qp_rings_scribbled", conversation(connected)
+                                       .scribble(0, 0, bytes(64, 0xff))
+                                       .scribble(1, 0, bytes(200, 0x41))
+                                       .scribble(2, 8, bytes(128, 0x7f))
+                                       .scribble(3, 0, bytes(64, 0x01)));
+    attach::request mr = request(op::reg_mr);
+    mr.reg_mr.pd = 0;
+    mr.reg_mr.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    mr.reg_mr.address = 0x1000;
+    mr.reg_mr.length = 4096;
+    write("reg_mr_unmapped", conversation().send(request(op::alloc_pd)).send(mr).send(request(op::dereg_mr, 1)));
+    attach::request srq = request(op::create_srq);
+    srq.create_srq.pd = 0;
+    srq.create_srq.attr.max_wr = 16;
+    srq.create_srq.attr.max_sge = 1;
+    attach::request limit = request(op::modify_srq, 2);
+    limit.modify_srq.attr.srq_limit = 4;
+    limit.modify_srq.mask = IBV_SRQ_LIMIT;
+    write("srq_and_a_qp_on_it", conversation()
+                                    .send(request(op::alloc_pd))
+                                    .send(cq(8))
+                                    .send(srq)
+                                    .send(limit)
+                                    .send(request(op::query_srq, 2))
+                                    .send(rc_qp(0, 1, IBV_QPT_RC, 2))
+                                    .send(request(op::destroy_srq, 2)));
+    write("channel_and_cq", conversation()
+                                .send(request(op::create_comp_channel))
+                                .send(cq(4, 0))
+                                .send(request(op::destroy_comp_channel, 0))
+                                .send(request(op::destroy_cq, 1))
+                                .send(request(op::destroy_comp_channel, 0)));
+    attach::request ah = request(op::create_ah);
+    ah.create_ah.pd = 0;
+    ah.create_ah.attr.is_global = 1;
+    ah.create_ah.attr.port_num = 1;
+    ah.create_ah.attr.grh.sgid_index = 1;
+    const std::uint8_t h2[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};
+    std::memcpy(ah.create_ah.attr.grh.dgid.raw, h2, 16);
+    write("ud_qp_and_ah", conversation()
+                              .send(request(op::alloc_pd))
+                              .send(cq(8))
+                              .send(rc_qp(0, 1, IBV_QPT_UD))
+                              .send(ah)
+                              .send(request(op::destroy_ah, 3)));
+    attach::request other_host = request(op::hello);
+    other_host.hello.version = attach::protocol_version;
+    std::strcpy(other_host.hello.host, "h2");
+    attach::request open = request(op::open_device);
+    std::strcpy(open.open_device.device, "rfab0");
+    write("no_hello_then_another_host", conversation(fuzz::attach_no_open)
+                                            .send(request(op::alloc_pd))
+                                            .send(open, fuzz::attach_memory)
+                                            .send(other_host));
+    write("open_without_memory", conversation(fuzz::attach_no_open)
+                                     .send([] {
+                                         attach::request h = request(op::hello);
+                                         h.hello.version = attach::protocol_version;
+                                         return h;
+                                     }())
+                                     .send(open));
+    write("short_and_unknown_messages",
+          conversation().raw({1, 2, 3}).raw(bytes(40, 0xee), fuzz::attach_memory).send(request(static_cast<op>(31))));
+    std::printf("%s: %u seeds\n", dir.c_str(), count);
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         std::fprintf(stderr, "usage: %s CORPUS_DIR (fuzz/corpus)\n", argv[0]);
@@ -498,5 +668,6 @@ int main(int argc, char** argv) {
     }
     switch_seeds(argv[1]);
     nic_seeds(argv[1]);
+    attach_seeds(argv[1]);
     return 0;
 }

@@ -562,6 +562,19 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
     auto it = _qps.find(handle);
     if (it == _qps.end() || it->second->context != context) return EINVAL;
     queue_pair& qp = *it->second;
+    // `attr` is a client's message as it came (attach_protocol.hpp): its enum fields may hold any
+    // 32-bit value, and loading one outside its enum's range is undefined. They are checked as
+    // integers before anything reads them as enums.
+    const auto raw = [](const auto& field) {
+        static_assert(sizeof field == sizeof(std::uint32_t));
+        std::uint32_t value;
+        std::memcpy(&value, &field, sizeof value);
+        return value;
+    };
+    if ((mask & IBV_QP_STATE) && raw(attr.qp_state) > IBV_QPS_ERR) return EINVAL;
+    if ((mask & IBV_QP_CUR_STATE) && raw(attr.cur_qp_state) > IBV_QPS_ERR) return EINVAL;
+    if ((mask & IBV_QP_PATH_MTU) && (raw(attr.path_mtu) < IBV_MTU_256 || raw(attr.path_mtu) > IBV_MTU_4096))
+        return EINVAL;
     const ibv_qp_state cur =
         (mask & IBV_QP_CUR_STATE) ? attr.cur_qp_state : qp.state;
     if ((mask & IBV_QP_CUR_STATE) && attr.cur_qp_state != qp.state) return EINVAL;
