@@ -10,10 +10,10 @@
 
 #include <array>
 #include <cerrno>
-#include <functional>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -32,10 +32,7 @@ struct descriptors {
     std::size_t count = 0;
 
     descriptors() { fds.fill(-1); }
-    ~descriptors() {
-        for (std::size_t i = 0; i < count; ++i)
-            if (owned[i] && fds[i] >= 0) ::close(fds[i]);
-    }
+    ~descriptors() { drop(); }
     descriptors(const descriptors&) = delete;
     descriptors& operator=(const descriptors&) = delete;
 
@@ -50,6 +47,12 @@ struct descriptors {
         if (i >= count) return -1;
         owned[i] = false;
         return fds[i];
+    }
+    // Nothing goes with the reply after all: what was to be closed afterwards is closed now.
+    void drop() {
+        for (std::size_t i = 0; i < count; ++i)
+            if (owned[i] && fds[i] >= 0) ::close(fds[i]);
+        count = 0;
     }
 };
 
@@ -149,7 +152,7 @@ private:
     using answer_ptr = std::shared_ptr<answer>;
 
     void on_readable() {
-        attach::request request;
+        attach::request request{}; // a short datagram leaves the rest zero
         const received_datagram got =
             receive_with_descriptors(_socket.native_handle(), &request, sizeof request, MSG_DONTWAIT);
         if (got.length < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return wait();
@@ -225,7 +228,7 @@ private:
         }
         a->pass.add(fd, true);
         a->settle = [](answer& done) {
-            if (done.reply.status) done.pass.count = 0, ::close(done.pass.fds[0]);
+            if (done.reply.status) done.pass.drop();
         };
         return true;
     }
@@ -268,7 +271,7 @@ private:
             ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
             a->pass.add(fds[0], true);
             a->settle = [](answer& done) {
-                if (done.reply.status) done.pass.count = 0, ::close(done.pass.fds[0]);
+                if (done.reply.status) done.pass.drop();
             };
             const int nic_end = fds[1];
             return on_nic(a, [nic, ctx, nic_end](attach::reply& r) {
