@@ -28,9 +28,9 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <sys/mman.h>
-#include <sched.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 using namespace rocefab;
@@ -41,12 +41,17 @@ using namespace rocefab::verbs;
 
 // ---- fast path -------------------------------------------------------------------------
 
+// After the device died (device_fatal.cpp) posting fails, as every verb does.
+template <typename WorkRequest>
+bool device_is_dead(ibv_context* context, WorkRequest* wr, WorkRequest** bad_wr) {
+    if (!context_of(context)->dead.load(std::memory_order_acquire)) return false;
+    *bad_wr = wr;
+    return true;
+}
+
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     rf_qp* qp = qp_of(ibqp);
-    if (context_of(ibqp->context)->dead.load(std::memory_order_acquire)) { // device_fatal.cpp
-        *bad_wr = wr;
-        return EIO;
-    }
+    if (device_is_dead(ibqp->context, wr, bad_wr)) return EIO;
     std::lock_guard guard(qp->send_lock);
     hw::ring_header& ring = qp->control->send;
     std::uint32_t producer = ring.producer.load(std::memory_order_relaxed);
@@ -158,10 +163,7 @@ int post_receives(hw::ring_header& ring, hw::recv_wqe* slots, std::uint32_t slot
 
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     rf_qp* qp = qp_of(ibqp);
-    if (context_of(ibqp->context)->dead.load(std::memory_order_acquire)) {
-        *bad_wr = wr;
-        return EIO;
-    }
+    if (device_is_dead(ibqp->context, wr, bad_wr)) return EIO;
     if (ibqp->state == IBV_QPS_RESET) {
         *bad_wr = wr;
         return EINVAL;
@@ -180,10 +182,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     rf_srq* srq = reinterpret_cast<rf_srq*>(ibsrq);
-    if (context_of(ibsrq->context)->dead.load(std::memory_order_acquire)) {
-        *bad_wr = wr;
-        return EIO;
-    }
+    if (device_is_dead(ibsrq->context, wr, bad_wr)) return EIO;
     int error;
     {
         std::lock_guard guard(srq->lock);
