@@ -50,6 +50,21 @@ def as_test_user(*command):
     return ["setpriv", "--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--", *command]
 
 
+def install_for_test_user(directory):
+    """Copies what the test user runs into `directory` (which it can reach: the build tree may sit
+    under a directory only its owner can enter) with the layout `rocefab run` expects: the verbs
+    library in nic_emu/verbs beside the rocefab binary. Returns (rocefab, deputy-probe)."""
+    verbs = os.path.join(directory, "nic_emu", "verbs")
+    os.makedirs(verbs)
+    shutil.copy(ROCEFAB, directory)
+    shutil.copy(os.path.join(BUILD, "nic_emu", "verbs", "libibverbs.so.1"), verbs)
+    shutil.copy(DEPUTY_PROBE, directory)
+    for root, dirs, files in os.walk(directory):
+        for name in dirs + files:
+            os.chmod(os.path.join(root, name), 0o755)
+    return os.path.join(directory, "rocefab"), os.path.join(directory, "deputy-probe")
+
+
 class shared_fabric(fabric_case):
     """A fabric whose runtime directory other users can reach (the sockets' own modes decide)."""
 
@@ -65,6 +80,7 @@ class shared_fabric(fabric_case):
         cls.config = os.path.join(cls.scratch.name, "two-hosts-shared.yaml")
         with open(cls.config, "w") as f:
             f.write(text + "\n" + cls.daemon_section + "\n")
+        cls.user_rocefab, cls.user_probe = install_for_test_user(os.path.join(cls.scratch.name, "bin"))
         super().setUpClass()
         os.chmod(cls.runtime.name, 0o755)
 
@@ -80,7 +96,7 @@ class shared_fabric(fabric_case):
         return os.path.join(self.fabric_dir(), "attach", host + ".sock")
 
     def run_as_test_user(self, *args, timeout=60):
-        return subprocess.run(as_test_user(ROCEFAB, *args), capture_output=True, text=True, timeout=timeout,
+        return subprocess.run(as_test_user(self.user_rocefab, *args), capture_output=True, text=True, timeout=timeout,
                               env=self.env)
 
     def daemon_log(self):
@@ -98,7 +114,7 @@ class owner_only(shared_fabric):
         self.assertIn("may not use it", out.stderr)
         # Around `rocefab run`: the verbs library pointed straight at the host's socket.
         env = dict(self.env, ROCEFAB_SOCKET=self.attach_socket("h1"), ROCEFAB_HOST="h1",
-                   LD_LIBRARY_PATH=os.path.join(BUILD, "nic_emu", "verbs"))
+                   LD_LIBRARY_PATH=os.path.dirname(self.user_rocefab) + "/nic_emu/verbs")
         direct = subprocess.run(as_test_user("ibv_devinfo"), capture_output=True, text=True, env=env, timeout=60)
         self.assertNotIn("rfab0", direct.stdout)
         # The owner still can.
@@ -157,7 +173,7 @@ class attach_group(shared_fabric):
             os.chmod(os.path.join(self.runtime.name, name), 0o755)
             forbidden = os.path.join(self.scratch.name, "root-only")
             os.mkdir(forbidden, 0o700)
-            out = subprocess.run(as_test_user(ROCEFAB, "capture", "--fabric", name, "h1/rfab0", "-w",
+            out = subprocess.run(as_test_user(self.user_rocefab, "capture", "--fabric", name, "h1/rfab0", "-w",
                                               os.path.join(forbidden, "x.pcap")),
                                  capture_output=True, text=True, env=self.env, timeout=60)
             self.assertNotEqual(out.returncode, 0)
@@ -166,7 +182,7 @@ class attach_group(shared_fabric):
             allowed = os.path.join(self.scratch.name, "mine")
             os.mkdir(allowed, 0o755)
             os.chown(allowed, test_user()[0], test_user()[1])
-            out = subprocess.run(as_test_user(ROCEFAB, "capture", "--fabric", name, "h1/rfab0", "-w",
+            out = subprocess.run(as_test_user(self.user_rocefab, "capture", "--fabric", name, "h1/rfab0", "-w",
                                               os.path.join(allowed, "x.pcap")),
                                  capture_output=True, text=True, env=self.env, timeout=60)
             self.assertEqual(out.returncode, 0, out.stderr)
@@ -207,7 +223,7 @@ class confused_deputy(shared_fabric):
         self.private.cleanup()
 
     def start_probe(self, mode, *extra):
-        command = as_test_user(ROCEFAB, "run", "--fabric", self.name, "--host", "h1", "--", DEPUTY_PROBE, mode,
+        command = as_test_user(self.user_rocefab, "run", "--fabric", self.name, "--host", "h1", "--", self.user_probe, mode,
                                "--address", FIXED_ADDRESS, "--peer-socket", self.attach_socket("h2"),
                                "--ready", self.ready, "--done", self.done, *extra)
         return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
@@ -239,7 +255,7 @@ class confused_deputy(shared_fabric):
 
     def test_exec_of_a_setuid_binary_does_not_hand_its_memory_to_the_child(self):
         holder = os.path.join(self.work.name, "holder")
-        shutil.copy(DEPUTY_PROBE, holder)
+        shutil.copy(self.user_probe, holder)
         os.chown(holder, 0, 0)
         os.chmod(holder, 0o4755)
         probe = self.start_probe("exec", "--holder", holder, "--secret", self.secret_file)
@@ -261,7 +277,7 @@ class confused_deputy(shared_fabric):
         for _ in range(500):
             with open("/proc/sys/kernel/ns_last_pid", "w") as f:
                 f.write(str(victim - 1))
-            candidate = subprocess.Popen([DEPUTY_PROBE, "holder", "--address", FIXED_ADDRESS, "--secret",
+            candidate = subprocess.Popen([self.user_probe, "holder", "--address", FIXED_ADDRESS, "--secret",
                                           self.secret_file, "--ready", self.ready, "--done", self.done, "--start",
                                           "stdin"],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
