@@ -1,6 +1,8 @@
 #include "nic_emu/process_memory.hpp"
 
 #include <array>
+#include <cstring>
+#include <vector>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -98,12 +100,33 @@ bool process_memory::transfer(bool write, std::span<const iovec> local, std::spa
             remote_offset += take;
             local_offset += take;
         }
-        const ssize_t done = write ? ::pwritev(_mem, pieces.data(), static_cast<int>(n), static_cast<off_t>(start))
-                                   : ::preadv(_mem, pieces.data(), static_cast<int>(n), static_cast<off_t>(start));
         // 0: the address space is gone (the program exited or exec'd); short or -1: a page
         // that is not mapped (or not writable, for a write).
-        if (done != static_cast<ssize_t>(run)) return false;
+        if (move_run(write, {pieces.data(), n}, run, static_cast<off_t>(start)) != static_cast<ssize_t>(run))
+            return false;
     }
+}
+
+ssize_t process_memory::move_run(bool write, std::span<const iovec> pieces, std::size_t run, off_t start) {
+    // The kernel serves each piece of a vector as a call of its own to the mem file, and each call
+    // costs a page allocated for bouncing and a hold on the address space: most of a packet's
+    // copy (perf: a 64 KiB RDMA WRITE gathered from 16 packet buffers ran at 0.7x of
+    // process_vm_readv). Several pieces go through one buffer here instead, in one call.
+    if (pieces.size() == 1 || run > staging_limit)
+        return write ? ::pwritev(_mem, pieces.data(), static_cast<int>(pieces.size()), start)
+                     : ::preadv(_mem, pieces.data(), static_cast<int>(pieces.size()), start);
+    thread_local std::vector<std::uint8_t> staging;
+    if (staging.size() < run) staging.resize(staging_limit);
+    if (write) {
+        std::size_t at = 0;
+        for (const iovec& p : pieces) std::memcpy(staging.data() + at, p.iov_base, p.iov_len), at += p.iov_len;
+        return ::pwrite(_mem, staging.data(), run, start);
+    }
+    const ssize_t done = ::pread(_mem, staging.data(), run, start);
+    if (done != static_cast<ssize_t>(run)) return done;
+    std::size_t at = 0;
+    for (const iovec& p : pieces) std::memcpy(p.iov_base, staging.data() + at, p.iov_len), at += p.iov_len;
+    return done;
 }
 
 int process_memory::check_range(std::uint64_t address, std::uint64_t length, bool writable) const {

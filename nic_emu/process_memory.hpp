@@ -39,6 +39,9 @@ public:
 private:
     process_memory(int mem_fd, int maps_fd) : _mem(mem_fd), _maps(maps_fd) {}
     bool transfer(bool write, std::span<const iovec> local, std::span<const iovec> remote);
+    // One contiguous run of `run` bytes at address `start`, from or into `pieces`.
+    ssize_t move_run(bool write, std::span<const iovec> pieces, std::size_t run, off_t start);
+    static constexpr std::size_t staging_limit = 256 * 1024;
 
     int _mem;
     int _maps;
