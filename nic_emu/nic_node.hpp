@@ -329,6 +329,7 @@ private:
     std::unordered_map<std::uint32_t, address_handle> _ahs;     // by handle
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
     dma_batch _dma;
+    std::array<write_origin, dma_batch::max_segments> _failed_writes; // flush_dma's, kept to spare it the setup
     sim_time _latest = 0; // the latest time receive() or poll() was given: when flush_dma() answers
     log::event_throttle _error_log; // QPs and CQs a program can fail at will
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()

@@ -192,7 +192,7 @@ void nic_node::stage_completion(queue_pair& qp, completion_queue& cq, const hw::
 bool nic_node::flush_dma() {
     if (_dma.empty()) return false;
     // The first write of each QP that failed: its origin says how the failure is answered.
-    std::array<write_origin, dma_batch::max_segments> failed;
+    auto& failed = _failed_writes;
     std::size_t failures = 0;
     auto failed_for = [&](const queue_pair* qp) -> const write_origin* {
         for (std::size_t i = 0; i < failures; ++i)
