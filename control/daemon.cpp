@@ -290,9 +290,9 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
         // their pending handlers included, before the data plane stops: a session's last act
         // is to free its context on the data plane.
         asio::io_context io;
+        std::optional<access_policy> policy; // outlives the servers, which refer to it
         std::unique_ptr<attach_server> attach;
         std::unique_ptr<control_server> control;
-        std::optional<access_policy> policy;
         try {
             policy.emplace(access_policy::for_daemon(fab->topology().daemon));
             const session_limits limits{fab->topology().daemon.max_sessions, fab->topology().daemon.max_sessions_per_user};
