@@ -21,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +65,13 @@ struct daemon_under_test {
                                                           control::access_policy(::geteuid(), std::nullopt),
                                                           control::session_limits{});
         nic = fab->find_nic("h1", "rfab0");
+    }
+
+    ~daemon_under_test() {
+        server.reset();
+        fab->stop();
+        std::error_code ignored;
+        std::filesystem::remove_all(runtime, ignored);
     }
 
     // Runs the io_context until `fd` is readable (an answer came) or `limit` passes.
