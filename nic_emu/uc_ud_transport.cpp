@@ -12,6 +12,9 @@ namespace rocefab::nic {
 
 namespace {
 
+// wc.sl of a UD receive completion over RoCE (see handle_ud_request).
+constexpr std::uint8_t roce_v2_udp_header = 0x8, roce_l3_ipv6 = 0x1, roce_l3_ipv4 = 0x2;
+
 // Over RoCEv2/IPv4 the first 20 bytes of the GRH area carry nothing (rdma-core's ibv_grh
 // convention for RoCE, rxe's union rdma_network_hdr): they are written as zeros.
 constexpr std::uint8_t unused_grh_bytes[hw::grh_length - sizeof(wire::ipv4_header)] = {};
@@ -232,6 +235,11 @@ void nic_node::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet
         e.qp_num = qp.qpn;
         e.src_qp = deth.source_qpn();
         e.wc_flags = IBV_WC_GRH;
+        // A ConnectX reports a RoCE datagram's network header type where IB has the SL (the
+        // PRM's CQE: bit 3 "has a UDP header", bits 2..0 the L3 type, 1 IPv6 and 2 IPv4), and
+        // mlx5 copies it to wc.sl. UCX's ud_verbs reads it to find the destination GID in the
+        // GRH area: 20 bytes into it for IPv4, the whole 40 for IPv6.
+        e.sl = roce_v2_udp_header | (packet.is_ipv6 ? roce_l3_ipv6 : roce_l3_ipv4);
         if (packet.immdt_header) {
             e.wc_flags |= IBV_WC_WITH_IMM;
             e.immediate = packet.immdt_header->data.raw();

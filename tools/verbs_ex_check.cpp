@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -114,11 +115,21 @@ int main(int argc, char** argv) {
         if (std::strcmp(ibv_get_device_name(list[i]), device_name) == 0) device = list[i];
     ibv_context* context = ibv_open_device(device);
     check(context, "ibv_open_device failed");
+    // A context keeps its device: UCX frees the list right after opening and names the device
+    // from context->device afterwards; rdma-core hands out the same device in every list.
+    const std::string opened = ibv_get_device_name(device);
+    ibv_free_device_list(list);
+    check(opened == ibv_get_device_name(context->device), "the context's device died with the list");
+    list = ibv_get_device_list(&count);
+    check(list && std::find(list, list + count, context->device) != list + count,
+          "a new device list names a different device for the same NIC");
 
     ibv_device_attr_ex device_attr{};
     check(ibv_query_device_ex(context, nullptr, &device_attr) == 0, "ibv_query_device_ex failed");
     check(device_attr.orig_attr.max_qp_wr > 0 && device_attr.orig_attr.phys_port_cnt >= 1,
           "ibv_query_device_ex returned no limits");
+    check(device_attr.phys_port_cnt_ex == device_attr.orig_attr.phys_port_cnt,
+          "phys_port_cnt_ex differs from phys_port_cnt");
     ibv_gid_entry gid_entry{};
     check(ibv_query_gid_ex(context, 1, static_cast<std::uint32_t>(gid_index), &gid_entry, 0) == 0,
           "ibv_query_gid_ex failed");

@@ -29,6 +29,8 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
     // No ODP, timestamps, TSO, RSS, packet pacing or tag matching: all zero, as a device
     // without them reports. The raw packet caps and the rest stay zero too.
     full.max_dm_size = 0;
+    // rdma-core fills it from the legacy field for every provider (ibv_query_device_ex).
+    full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
     std::memcpy(attr, &full, std::min(attr_size, sizeof full));
     if (attr_size > sizeof full) std::memset(reinterpret_cast<char*>(attr) + sizeof full, 0, attr_size - sizeof full);
     return 0;

@@ -28,12 +28,6 @@ struct rf_device {
     int index;
 };
 
-struct rf_device_list {
-    std::size_t count;
-    rf_device* devices;
-    ibv_device** pointers; // what the caller holds; NULL-terminated
-};
-
 struct rf_context;
 
 struct rf_pd {

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <vector>
 #include <mutex>
 #include <new>
 #include <fcntl.h>
@@ -250,8 +251,43 @@ int query_port_ex(ibv_context* context, uint8_t port_num, ibv_port_attr* port_at
 
 // ---- device list -----------------------------------------------------------------------
 
-std::mutex list_lock;
-std::map<ibv_device**, rf_device_list*> live_lists;
+// Devices live as long as the program, as rdma-core keeps them while anything refers to them:
+// a context outlives the list it was opened from (UCX frees the list right after opening), and
+// every list names the same ibv_device for the same NIC, so pointers compare equal across calls.
+// A host has at most attach::max_devices NICs, so the registry stays small.
+std::mutex device_lock;
+std::vector<rf_device*>& known_devices() {
+    static auto* devices = new std::vector<rf_device*>(); // never destroyed: contexts may outlive exit handlers
+    return *devices;
+}
+
+// The device for `info`, made the first time its name is seen. Called under device_lock.
+rf_device* device_for(const attach::device_info& info, int index) {
+    for (rf_device* d : known_devices()) {
+        if (std::strncmp(d->info.name, info.name, sizeof info.name) == 0) {
+            d->index = index;
+            return d;
+        }
+    }
+    auto* d = new (std::nothrow) rf_device{};
+    if (!d) return nullptr;
+    d->info = info;
+    d->index = index;
+    d->device.node_type = IBV_NODE_CA;
+    d->device.transport_type = IBV_TRANSPORT_IB;
+    const std::size_t n = known_devices().size();
+    std::snprintf(d->device.name, sizeof d->device.name, "%s", info.name);
+    std::snprintf(d->device.dev_name, sizeof d->device.dev_name, "uverbs%zu", n);
+    std::snprintf(d->device.dev_path, sizeof d->device.dev_path, "/sys/class/infiniband_verbs/uverbs%zu", n);
+    std::snprintf(d->device.ibdev_path, sizeof d->device.ibdev_path, "/sys/class/infiniband/%s", info.name);
+    try {
+        known_devices().push_back(d);
+    } catch (const std::bad_alloc&) {
+        delete d;
+        return nullptr;
+    }
+    return d;
+}
 
 } // namespace
 
@@ -266,57 +302,28 @@ ibv_device** ibv_get_device_list(int* num_devices) {
     // whose RDMA devices are all absent.
     if (channel.connect_and_hello(hello) == 0) count = std::min<std::size_t>(hello.hello.device_count, attach::max_devices);
 
-    auto* list = new (std::nothrow) rf_device_list{};
+    auto** list = static_cast<ibv_device**>(std::calloc(count + 1, sizeof(ibv_device*)));
     if (!list) {
         errno = ENOMEM;
         return nullptr;
     }
-    list->count = count;
-    list->devices = new (std::nothrow) rf_device[count ? count : 1]();
-    list->pointers = new (std::nothrow) ibv_device*[count + 1]();
-    if (!list->devices || !list->pointers) {
-        delete[] list->devices;
-        delete[] list->pointers;
-        delete list;
-        errno = ENOMEM;
-        return nullptr;
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-        rf_device& d = list->devices[i];
-        d.info = hello.hello.devices[i];
-        d.index = static_cast<int>(i);
-        d.device.node_type = IBV_NODE_CA;
-        d.device.transport_type = IBV_TRANSPORT_IB;
-        std::snprintf(d.device.name, sizeof d.device.name, "%s", d.info.name);
-        std::snprintf(d.device.dev_name, sizeof d.device.dev_name, "uverbs%zu", i);
-        std::snprintf(d.device.dev_path, sizeof d.device.dev_path, "/sys/class/infiniband_verbs/uverbs%zu", i);
-        std::snprintf(d.device.ibdev_path, sizeof d.device.ibdev_path, "/sys/class/infiniband/%s", d.info.name);
-        list->pointers[i] = &d.device;
-    }
-    list->pointers[count] = nullptr;
     {
-        std::lock_guard guard(list_lock);
-        live_lists[list->pointers] = list;
+        std::lock_guard guard(device_lock);
+        for (std::size_t i = 0; i < count; ++i) {
+            rf_device* d = device_for(hello.hello.devices[i], static_cast<int>(i));
+            if (!d) {
+                std::free(list);
+                errno = ENOMEM;
+                return nullptr;
+            }
+            list[i] = &d->device;
+        }
     }
     if (num_devices) *num_devices = static_cast<int>(count);
-    return list->pointers;
+    return list;
 }
 
-void ibv_free_device_list(ibv_device** devices) {
-    rf_device_list* list = nullptr;
-    {
-        std::lock_guard guard(list_lock);
-        auto it = live_lists.find(devices);
-        if (it == live_lists.end()) return;
-        list = it->second;
-        live_lists.erase(it);
-    }
-    // rdma-core keeps devices alive while contexts use them; so do we, by copying what a
-    // context needs into the context itself.
-    delete[] list->devices;
-    delete[] list->pointers;
-    delete list;
-}
+void ibv_free_device_list(ibv_device** devices) { std::free(devices); }
 
 const char* ibv_get_device_name(ibv_device* device) { return device->name; }
 

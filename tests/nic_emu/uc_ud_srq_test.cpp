@@ -416,6 +416,7 @@ TEST_F(uc_ud_srq, ud_send_lands_after_a_grh_with_the_source_qp_and_immediate) {
     EXPECT_EQ(recvs[0].src_qp, a.qpn);
     EXPECT_EQ(recvs[0].qp_num, b.qpn);
     EXPECT_EQ(recvs[0].wc_flags, unsigned(IBV_WC_GRH | IBV_WC_WITH_IMM));
+    EXPECT_EQ(recvs[0].sl, 0x8 | 0x2); // as a ConnectX's CQE says: has a UDP header, IPv4
     EXPECT_EQ(be32toh(recvs[0].immediate), 0x1234u);
     // RoCEv2 over IPv4: 20 unused bytes, then the IPv4 header from 10.0.0.1 to 10.0.0.2.
     EXPECT_TRUE(std::all_of(h2.memory.begin(), h2.memory.begin() + 20, [](auto v) { return v == 0; }));
@@ -443,6 +444,7 @@ TEST_F(uc_ud_srq, over_ipv6_the_grh_area_holds_the_ipv6_header) {
     ASSERT_EQ(recvs.size(), 1u);
     EXPECT_EQ(recvs[0].byte_len, 40u + 333u);
     EXPECT_EQ(recvs[0].wc_flags, unsigned(IBV_WC_GRH));
+    EXPECT_EQ(recvs[0].sl, 0x8 | 0x1); // has a UDP header, IPv6
     const auto* ip = reinterpret_cast<const wire::ipv6_header*>(h2.memory.data());
     EXPECT_EQ(ip->version(), 6);
     EXPECT_EQ(ip->dscp(), 26);
