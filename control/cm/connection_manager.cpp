@@ -409,7 +409,7 @@ int connection_manager::accept(cm_id& id, const cm_protocol::request& r, sim_tim
     if (c.private_data_len > 196) return EINVAL;
     const local_port& me = _ports[*id.port];
     id.local_qpn = c.qp_num & 0xffffff;
-    id.local_psn = random24();
+    // The PSN was chosen when the REQ came: the library moved its QP to RTS with it before this.
     id.responder_resources = std::min(c.responder_resources, me.max_rd_atomic);
     id.initiator_depth = std::min(c.initiator_depth, me.max_rd_atomic);
     if (c.rnr_retry_count) id.rnr_retry_count = c.rnr_retry_count & 7;
@@ -717,6 +717,9 @@ void connection_manager::on_req(std::size_t port, const nic::gsi_datagram& d, co
     id->transaction_id = mad.header.transaction_id.load();
     id->remote_qpn = m.local_qpn_responder_resources.high();
     id->remote_psn = m.starting_psn();
+    // Ours now, so that rdma_accept can take the QP to RTS before the REP tells the peer
+    // (librdmacm's order): the peer may send as soon as it has the REP.
+    id->local_psn = random24();
     id->path_mtu = std::min<std::uint8_t>(m.path_mtu() ? m.path_mtu() : std::uint8_t{IBV_MTU_1024}, _ports[port].active_mtu);
     id->retry_count = m.retry_count();
     id->rnr_retry_count = m.rnr_retry_count();

@@ -591,22 +591,16 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
         if (id->qp) {
             r.conn.qp_num = id->qp->qp_num;
             r.conn.srq = id->srq != nullptr || id->qp->srq != nullptr;
-            // The CM fixes the PSNs at accept: it is told first, then the QP follows the REP's.
+            // ucma_modify_qp_rtr/rts before the REP goes: the peer may send once it has it.
+            int e = modify_qp_from_cm(p, IBV_QPS_RTR, IBV_QP_MAX_DEST_RD_ATOMIC, resources);
+            if (!e) e = modify_qp_from_cm(p, IBV_QPS_RTS, IBV_QP_MAX_QP_RD_ATOMIC, depth);
+            if (e) return set_errno(e);
         }
     }
     proto::reply out;
     if (const int e = command(p->channel, r, out)) {
         modify_qp_err(p);
         return set_errno(e);
-    }
-    if (!is_ud(p) && id->qp) {
-        int e = modify_qp_from_cm(p, IBV_QPS_RTR, IBV_QP_MAX_DEST_RD_ATOMIC, r.conn.responder_resources);
-        if (!e) e = modify_qp_from_cm(p, IBV_QPS_RTS, IBV_QP_MAX_QP_RD_ATOMIC, r.conn.initiator_depth);
-        if (e) {
-            proto::request rej = make_request(proto::op::reject, p);
-            command(p->channel, rej, out);
-            return set_errno(e);
-        }
     }
     if (id->event) {
         rdma_ack_cm_event(id->event);
@@ -951,6 +945,7 @@ int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init_
         if (ret) goto fail;
         if (qp_init_attr) {
             p->qp_init_attr = new ibv_qp_init_attr(*qp_init_attr);
+            p->qp_init_attr->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
             cm_id->pd = pd;
         }
         *id = cm_id;
