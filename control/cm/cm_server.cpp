@@ -45,7 +45,7 @@ public:
     void start() { wait(); }
 
     void deliver(const cm_protocol::event& e) {
-        if (!_events.is_open()) return;
+        if (!_events.is_open() || _closed) return;
         if (_backlog.size() >= 4096) return; // a program that never reads loses events, not the daemon's memory
         _backlog.push_back(e);
         flush();
@@ -58,7 +58,17 @@ public:
         _server._sessions.erase(_id);
         boost::system::error_code ignored;
         _socket.close(ignored);
-        _events.close(ignored);
+        _backlog.clear();
+        // The program may still have a thread blocked reading the channel (rping's does, while
+        // its main thread destroys the channel and exits): as with the kernel's ucma file, that
+        // read must not end with an error. The write end stays open until the program's end of
+        // the channel is gone (it then reads as end of file here).
+        if (!_events.is_open()) return;
+        _events.async_wait(asio::posix::stream_descriptor::wait_read,
+                           [self = shared_from_this()](const boost::system::error_code&) {
+                               boost::system::error_code ignored;
+                               self->_events.close(ignored);
+                           });
     }
 
 private:
@@ -136,8 +146,9 @@ private:
             else
                 reply = _server._cm->handle(_id, request, now);
         }
-        if (!::send(_socket.native_handle(), &reply, sizeof reply, MSG_DONTWAIT | MSG_NOSIGNAL)) {
-        }
+        // A program that does not wait for its reply loses it; the daemon never blocks on it.
+        [[maybe_unused]] const ssize_t sent =
+            ::send(_socket.native_handle(), &reply, sizeof reply, MSG_DONTWAIT | MSG_NOSIGNAL);
         // What the request set going (an address resolved now, a MAD to send) runs at once.
         _server._cm->advance(now);
         _server.rearm_timer();
