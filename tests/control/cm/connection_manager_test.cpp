@@ -224,6 +224,23 @@ TEST_F(cm_fixture, a_connection_goes_req_rep_rtu_and_both_sides_agree_on_qpns_an
     EXPECT_EQ(cm_->counters().connections_established, 2u);
 }
 
+TEST_F(cm_fixture, the_passive_sides_mra_keeps_the_active_side_from_retrying_while_the_program_decides) {
+    listen_on(7471);
+    const std::uint32_t active = connect_to(7471);
+    const auto request_event = take(server);
+    ASSERT_EQ(request_event.type, RDMA_CM_EVENT_CONNECT_REQUEST);
+    const sim_time per_try = 2 * cm_time(timing_.packet_life_time) + cm_time(timing_.cm_response_timeout);
+    pass_time(per_try * (timing_.max_cm_retries + 2)); // longer than all the REQ's tries
+    EXPECT_EQ(cm_->counters().mads_retransmitted, 0u);
+    EXPECT_EQ(cm_->state_of(active), cm_state::req_sent);
+    EXPECT_TRUE(events_[client].empty());
+    EXPECT_EQ(request(server, cm_protocol::op::accept, request_event.id,
+                      [](cm_protocol::request& r) { r.conn.qp_num = 0x456; })
+                  .status,
+              0);
+    EXPECT_EQ(take(client).type, cm_protocol::internal_connect_response);
+}
+
 TEST_F(cm_fixture, a_req_for_a_port_nobody_listens_on_is_rejected_with_invalid_service_id) {
     listen_on(7471);
     const std::uint32_t active = connect_to(7472);
