@@ -965,10 +965,9 @@ void connection_manager::on_sidr_rep(const cm_mad& mad, sim_time) {
     id->deadline = never;
     if (m.status != static_cast<std::uint8_t>(sidr_status::valid)) {
         transition(*id, cm_state::unreachable, "SIDR_REP not valid");
-        // cma.c cma_sidr_rep_handler: a status that is not valid is UNREACHABLE, status -ECONNREFUSED... as
-        // the kernel gives it: the SIDR status, made negative for "rejected".
-        return event(*id, RDMA_CM_EVENT_UNREACHABLE, m.status == 2 ? -ECONNREFUSED : -EINVAL, m.private_data.data(),
-                     m.private_data.size());
+        // cma.c cma_ib_handler: a SIDR_REP that is not valid is UNREACHABLE with the SIDR status
+        // itself (IBA 12.11.2 Table 117: 1 no such service, 2 rejected, 3 no QP, ...).
+        return event(*id, RDMA_CM_EVENT_UNREACHABLE, m.status, m.private_data.data(), m.private_data.size());
     }
     id->remote_qpn = m.qpn.high();
     id->remote_qkey = m.qkey.load();
