@@ -396,6 +396,22 @@ TEST_F(cm_fixture, a_program_cannot_touch_another_channels_id) {
     EXPECT_EQ(cm_->state_of(listener), cm_state::listening);
 }
 
+TEST_F(cm_fixture, one_channel_cannot_take_every_id) {
+    for (std::uint32_t i = 0; i < connection_manager::max_ids_per_channel; ++i)
+        ASSERT_EQ(cm_->handle(stranger, [] {
+                      cm_protocol::request r{};
+                      r.code = cm_protocol::op::create_id;
+                      r.port_space = RDMA_PS_TCP;
+                      r.qp_type = IBV_QPT_RC;
+                      return r;
+                  }(), now_).status,
+                  0);
+    EXPECT_EQ(request(stranger, cm_protocol::op::create_id, 0).status, ENOMEM);
+    EXPECT_EQ(request(client, cm_protocol::op::create_id, 0).status, 0); // others still can
+    cm_->close_session(stranger, now_);
+    EXPECT_EQ(cm_->ids(), 1u);
+}
+
 TEST_F(cm_fixture, malformed_mads_are_dropped_and_counted) {
     nic::gsi_datagram d;
     d.qkey = nic::gsi_qkey;
