@@ -316,7 +316,7 @@ void connection_manager::fill_route(const cm_id& id, cm_protocol::route_info& ro
 int connection_manager::connect(cm_id& id, const cm_protocol::request& r, sim_time now) {
     if (id.state != cm_state::route_resolved) return EINVAL;
     const cm_protocol::conn_params& c = r.conn;
-    const std::size_t limit = id.port_space == RDMA_PS_UDP ? sidr_req_user_private : req_user_private;
+    const std::size_t limit = id.qp_type == IBV_QPT_UD ? sidr_req_user_private : req_user_private;
     if (c.private_data_len > limit) return EINVAL;
     const local_port& me = _ports[*id.port];
     id.local_comm_id = _next_comm_id++;
@@ -336,7 +336,7 @@ int connection_manager::connect(cm_id& id, const cm_protocol::request& r, sim_ti
     // Per try: twice the packet life plus the peer's response time (cm.c, cm_send_req).
     const sim_time timeout = 2 * cm_time(_timing.packet_life_time) + cm_time(_timing.cm_response_timeout);
     cm_mad mad;
-    if (id.port_space == RDMA_PS_UDP) {
+    if (id.qp_type == IBV_QPT_UD) { // RDMA_PS_UDP and RDMA_PS_IPOIB: SIDR (cma.c cma_resolve_ib_udp)
         set_header(mad, attribute::sidr_req, id.transaction_id);
         auto& m = mad.as<sidr_req_msg>();
         m.request_id.store(id.local_comm_id);
