@@ -2,6 +2,7 @@
 
 #include "control/access.hpp"
 #include "control/attach_server.hpp"
+#include "control/cm/cm_server.hpp"
 #include "control/throttled_log.hpp"
 #include "control/config/units.hpp"
 #include "control/fabric.hpp"
@@ -99,8 +100,9 @@ json link_request(fabric& fab, const json& request) {
 
 class control_server {
 public:
-    control_server(asio::io_context& io, fabric& fab, const std::string& path, const access_policy& policy)
-        : _io(io), _fabric(fab), _policy(policy), _acceptor(io), _pause(io) {
+    control_server(asio::io_context& io, fabric& fab, const std::string& path, const access_policy& policy,
+                   const cm_server* rdma_cm = nullptr)
+        : _io(io), _fabric(fab), _policy(policy), _rdma_cm(rdma_cm), _acceptor(io), _pause(io) {
         ::unlink(path.c_str());
         _acceptor.open(stream());
         _acceptor.bind(stream::endpoint(path));
@@ -195,6 +197,7 @@ private:
                 reply = {{"ok", true}, {"topology", nlohmann::json::parse(config::to_json(_fabric.topology()))}};
             } else if (op == "show") {
                 reply = {{"ok", true}, {"counters", _fabric.counters()}};
+                if (_rdma_cm) reply["counters"]["cm"] = _rdma_cm->counters();
             } else if (op == "capture") {
                 const std::string endpoint = request.value("endpoint", "");
                 if (request.value("stop", false)) {
@@ -232,6 +235,7 @@ private:
     asio::io_context& _io;
     fabric& _fabric;
     const access_policy& _policy;
+    const cm_server* _rdma_cm; // its counters join the fabric's in `show`
     stream::acceptor _acceptor;
     asio::steady_timer _pause;
     std::size_t _connections = 0;
@@ -292,12 +296,15 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
         asio::io_context io;
         std::optional<access_policy> policy; // outlives the servers, which refer to it
         std::unique_ptr<attach_server> attach;
+        std::unique_ptr<cm_server> rdma_cm;
         std::unique_ptr<control_server> control;
         try {
             policy.emplace(access_policy::for_daemon(fab->topology().daemon));
             const session_limits limits{fab->topology().daemon.max_sessions, fab->topology().daemon.max_sessions_per_user};
             attach = std::make_unique<attach_server>(io, *fab, runtime_dir, *policy, limits);
-            control = std::make_unique<control_server>(io, *fab, runtime_dir + "/" + control_socket_name, *policy);
+            rdma_cm = std::make_unique<cm_server>(io, *fab, runtime_dir, *policy);
+            control = std::make_unique<control_server>(io, *fab, runtime_dir + "/" + control_socket_name, *policy,
+                                                       rdma_cm.get());
         } catch (const std::exception& e) {
             log::daemon().critical("cannot open the fabric's sockets: {}", e.what());
             tell(ready_fd, std::string("cannot open the fabric's sockets: ") + e.what());

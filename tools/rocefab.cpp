@@ -12,6 +12,7 @@
 #include "control/config/topology.hpp"
 #include "control/config/units.hpp"
 #include "control/daemon.hpp"
+#include "control/cm/cm_server.hpp"
 #include "control/fabric.hpp"
 #include "nic_emu/attach_protocol.hpp"
 #include "sim/simulation.hpp"
@@ -205,7 +206,11 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
     const std::string socket = control::attach_socket_path(control::runtime_directory(fabric), host);
     ::setenv(attach::socket_env, socket.c_str(), 1);
     ::setenv(attach::host_env, host.c_str(), 1);
+    // librdmacm.so.1 (nic_emu/rdmacm, beside the verbs library's folder) reaches the CM here.
+    ::setenv("ROCEFAB_CM_SOCKET", control::cm_socket_path(control::runtime_directory(fabric), host).c_str(), 1);
     std::string path = libdir.string();
+    if (const fs::path rdmacm = libdir.parent_path() / "rdmacm"; fs::exists(rdmacm / "librdmacm.so.1"))
+        path += ":" + rdmacm.string();
     if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) path += std::string(":") + old;
     ::setenv("LD_LIBRARY_PATH", path.c_str(), 1);
     std::vector<char*> argv;
