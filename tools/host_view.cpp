@@ -43,6 +43,15 @@ std::string enter_network(const host_view_request& request) {
         ~closer() { ::close(fd); }
     } closes{fd};
     if (::ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) return path + " is not a network namespace";
+    // Only a namespace made by a process as privileged as we are (owned by our own user
+    // namespace): a daemon of another user's could otherwise hand root a network it controls.
+    const int owner = ::ioctl(fd, NS_GET_USERNS);
+    struct stat owner_stat {}, own_stat {};
+    const bool same_owner = owner >= 0 && ::fstat(owner, &owner_stat) == 0 &&
+                            ::stat("/proc/self/ns/user", &own_stat) == 0 && owner_stat.st_ino == own_stat.st_ino &&
+                            owner_stat.st_dev == own_stat.st_dev;
+    if (owner >= 0) ::close(owner);
+    if (!same_owner) return request.host + "'s network namespace belongs to another user namespace";
     if (::setns(fd, CLONE_NEWNET) != 0) return error_text("cannot enter " + request.host + "'s network namespace");
     return {};
 }
@@ -221,7 +230,35 @@ std::string netdev_of(const host_view_request& request, const std::string& nic) 
     return {};
 }
 
+// ports/1/counters holds the IBA PortCounters the kernel shows (data in 4-byte words, IBA
+// 16.1.3.5); hw_counters the rest, under the mlx5 names the NIC counts them by.
+bool write_counters(const host_view_request& request, const std::string& nic, const std::string& port) {
+    if (!request.nic_counters.is_array()) return true;
+    for (const auto& entry : request.nic_counters) {
+        if (!entry.is_object() || entry.value("host", std::string()) != request.host ||
+            entry.value("nic", std::string()) != nic || !entry.contains("counters") || !entry["counters"].is_object())
+            continue;
+        if (!make_directories(port + "/counters") || !make_directories(port + "/hw_counters")) return false;
+        for (const auto& [key, value] : entry["counters"].items()) {
+            if (!value.is_number_unsigned()) continue;
+            std::uint64_t n = value.get<std::uint64_t>();
+            const bool pma = key == "port_xmit_packets" || key == "port_rcv_packets" || key == "port_xmit_data" ||
+                             key == "port_rcv_data" || key == "port_rcv_errors";
+            if (key == "port_xmit_data" || key == "port_rcv_data") n /= 4;
+            if (!write_file(port + (pma ? "/counters/" : "/hw_counters/") + key, std::to_string(n) + "\n"))
+                return false;
+        }
+    }
+    return true;
+}
+
 std::string build_device_tree(const host_view_request& request, bool in_host_network) {
+    // A device's name becomes a path: one that could leave /sys/class/infiniband is refused.
+    for (const attach::device_info& d : request.devices) {
+        const std::string name(d.name, strnlen(d.name, sizeof d.name));
+        if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+            return "the daemon names a device '" + name + "', which is not a file name";
+    }
     bool ok = make_directories("/sys/class/infiniband") && make_directories("/sys/class/infiniband_verbs") &&
               write_file("/sys/class/infiniband_verbs/abi_version", "6\n"); // IB_USER_VERBS_ABI_VERSION
     for (std::size_t i = 0; ok && i < request.devices.size(); ++i) {
@@ -258,6 +295,7 @@ std::string build_device_tree(const host_view_request& request, bool in_host_net
                  write_file(port + "/gid_attrs/types/" + std::to_string(g), "RoCE v2\n") &&
                  (netdev.empty() || write_file(port + "/gid_attrs/ndevs/" + std::to_string(g), netdev + "\n"));
         }
+        ok = ok && write_counters(request, name, port);
         const std::string uverbs = "/sys/class/infiniband_verbs/uverbs" + std::to_string(i);
         ok = ok && make_directories(uverbs) && write_file(uverbs + "/ibdev", name + "\n") &&
              write_file(uverbs + "/abi_version", "1\n") &&

@@ -202,6 +202,19 @@ class device_view(host_view_case):
         self.assertIn("node_guid:\t\t\t" + lines[7], devinfo.stdout)
         self.assertEqual(lines[8], "rfab0")
 
+    def test_sysfs_counters_are_the_nics_counters_as_the_program_starts(self):
+        self.pingpong(iterations=20)
+        nic = [n for n in self.counters()["nics"] if n["host"] == "h1" and n["nic"] == "rfab0"][0]["counters"]
+        port = "/sys/class/infiniband/rfab0/ports/1"
+        out = self.run_on("h1", "cat", port + "/counters/port_xmit_packets", port + "/counters/port_xmit_data",
+                          port + "/hw_counters/rdma_sends")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        packets, words, sends = (int(v) for v in out.stdout.split())
+        self.assertGreater(packets, 0)
+        self.assertEqual(packets, nic["port_xmit_packets"])
+        self.assertEqual(words, nic["port_xmit_data"] // 4, "PortXmitData counts 4-byte words")
+        self.assertEqual(sends, nic["rdma_sends"])
+
 
 class nothing_left_behind(host_view_case):
     def test_namespaces_die_with_the_daemon_and_the_machine_is_as_before(self):
