@@ -4,7 +4,8 @@ the host's fabric address, isolated from other fabrics), the device as programs 
 (/dev/infiniband, /sys/class/infiniband*, ibv_get_sysfs_path), nothing left on the machine
 afterwards, and the one-line fallback for a runner that may not enter the host's namespace.
 
-Needs root (the daemon builds network namespaces only as root).
+Needs root: it compares the machine's state as root sees it, and creates an unprivileged user
+for the fallback and for a fabric started without root.
 
 Run by meson (suite e2e) as:  /usr/bin/python3 host_view_test.py BUILD_DIR SOURCE_DIR CASE
 """
@@ -12,16 +13,18 @@ Run by meson (suite e2e) as:  /usr/bin/python3 host_view_test.py BUILD_DIR SOURC
 import ipaddress
 import os
 import re
+import shutil
 import signal
-import stat
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fabric_e2e_test import ROCEFAB, TWO_HOSTS, fabric_case  # noqa: E402
-from security_test import TEST_USER, remove_test_user, shared_fabric  # noqa: E402
+from security_test import (TEST_USER, as_test_user, install_for_test_user, remove_test_user,  # noqa: E402
+                           shared_fabric, test_user)
 
 FALLBACK = "runs on the machine's network"
 
@@ -103,7 +106,7 @@ def referenced_net_namespaces():
     return seen
 
 
-@unittest.skipUnless(os.geteuid() == 0, "the daemon builds hosts' network namespaces only as root")
+@unittest.skipUnless(os.geteuid() == 0, "compares the machine's /dev, /sys and links as root sees them")
 class host_view_case(fabric_case):
     @classmethod
     def setUpClass(cls):
@@ -268,9 +271,70 @@ class fallback_for_unprivileged_runner(shared_fabric):
         self.assertIn("RoCE v2", out.stdout)
 
 
+@unittest.skipUnless(os.geteuid() == 0, "needs root to create the unprivileged user")
+class unprivileged_fabric(unittest.TestCase):
+    """A fabric started without root: the daemon makes the hosts' namespaces inside a user
+    namespace of its own, and its owner's programs enter them, with their own uid."""
+
+    def test_hosts_have_their_own_network_and_device_view_without_root(self):
+        uid, gid = test_user()
+        if subprocess.run(as_test_user("unshare", "--user", "--net", "true"), capture_output=True).returncode != 0:
+            self.skipTest("this machine does not allow unprivileged user namespaces")
+        scratch = tempfile.mkdtemp(prefix="rocefab-unprivileged-")
+        try:
+            os.chmod(scratch, 0o755)
+            rocefab, _ = install_for_test_user(os.path.join(scratch, "bin"))
+            runtime = os.path.join(scratch, "run")
+            os.mkdir(runtime)
+            os.chown(runtime, uid, gid)
+            config = os.path.join(scratch, "two-hosts.yaml")
+            shutil.copy(TWO_HOSTS, config)
+            os.chmod(config, 0o644)
+            env = dict(os.environ, ROCEFAB_RUNTIME_DIR=runtime)
+
+            def as_user(*args, timeout=60):
+                return subprocess.run(as_test_user(rocefab, *args), capture_output=True, text=True, env=env,
+                                      timeout=timeout, cwd=scratch)
+
+            up = as_user("up", config, "--name", "unprivileged")
+            self.assertEqual(up.returncode, 0, up.stdout + up.stderr)
+            try:
+                listener = subprocess.Popen(as_test_user(rocefab, "run", "--fabric", "unprivileged", "--host", "h2", "--",
+                                                         sys.executable, "-c", LISTENER, "18515"),
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                            cwd=scratch)
+                try:
+                    if listener.stdout.readline().strip() != "listening":
+                        listener.kill()
+                        self.fail("the listener on h2 did not start: " + listener.communicate()[1])
+                    remote = as_user("run", "--fabric", "unprivileged", "--host", "h1", "--", sys.executable, "-c",
+                                     CONNECT, "10.0.0.2", "18515")
+                    self.assertEqual(remote.stdout.strip(), "hello from h2 to 10.0.0.1", remote.stdout + remote.stderr)
+                    self.assertEqual(remote.stderr, "", "no fallback line: the owner may enter its own namespaces")
+                finally:
+                    listener.kill()
+                    listener.communicate()
+                probe = as_user("run", "--fabric", "unprivileged", "--host", "h1", "--", "sh", "-c",
+                                "id -u; [ -c /dev/infiniband/uverbs0 ] && echo uverbs0-chr; "
+                                "cat /sys/class/infiniband/rfab0/ports/1/gid_attrs/ndevs/1; ls /sys/class/net")
+                self.assertEqual(probe.returncode, 0, probe.stdout + probe.stderr)
+                lines = probe.stdout.split()
+                self.assertEqual(lines[0], str(uid), "the program keeps its user's uid")
+                self.assertIn("uverbs0-chr", lines)
+                self.assertIn(lines[2], lines[3:], "the GID's netdev is in the host's /sys/class/net")
+            finally:
+                down = as_user("down", "--fabric", "unprivileged")
+                self.assertEqual(down.returncode, 0, down.stdout + down.stderr)
+        finally:
+            subprocess.run(["pkill", "-KILL", "-u", TEST_USER], capture_output=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
 if __name__ == "__main__":
     try:
         outcome = unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2, exit=False)
     finally:
         remove_test_user()
-    sys.exit(0 if outcome.result.wasSuccessful() else 1)
+    result = outcome.result
+    # 77: meson's "skipped", when nothing ran but skips.
+    sys.exit(1 if not result.wasSuccessful() else 77 if result.testsRun == len(result.skipped) else 0)
