@@ -6,6 +6,7 @@
 #include "control/throttled_log.hpp"
 #include "control/config/units.hpp"
 #include "control/fabric.hpp"
+#include "control/host_network.hpp"
 #include "dataplane/log.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -100,9 +101,9 @@ json link_request(fabric& fab, const json& request) {
 
 class control_server {
 public:
-    control_server(asio::io_context& io, fabric& fab, const std::string& path, const access_policy& policy,
-                   const cm_server* rdma_cm = nullptr)
-        : _io(io), _fabric(fab), _policy(policy), _rdma_cm(rdma_cm), _acceptor(io), _pause(io) {
+    control_server(asio::io_context& io, fabric& fab, const host_network& network, const std::string& path,
+                   const access_policy& policy, const cm_server* rdma_cm = nullptr)
+        : _io(io), _fabric(fab), _network(network), _policy(policy), _rdma_cm(rdma_cm), _acceptor(io), _pause(io) {
         ::unlink(path.c_str());
         _acceptor.open(stream());
         _acceptor.bind(stream::endpoint(path));
@@ -194,7 +195,9 @@ private:
             } else if (op == "ping") {
                 reply = {{"ok", true}, {"fabric", _fabric.topology().name}, {"pid", ::getpid()}};
             } else if (op == "topology") {
-                reply = {{"ok", true}, {"topology", nlohmann::json::parse(config::to_json(_fabric.topology()))}};
+                reply = {{"ok", true},
+                         {"topology", nlohmann::json::parse(config::to_json(_fabric.topology()))},
+                         {"host_network", _network.describe()}};
             } else if (op == "show") {
                 reply = {{"ok", true}, {"counters", _fabric.counters()}};
                 if (_rdma_cm) reply["counters"]["cm"] = _rdma_cm->counters();
@@ -234,6 +237,7 @@ private:
 
     asio::io_context& _io;
     fabric& _fabric;
+    const host_network& _network;
     const access_policy& _policy;
     const cm_server* _rdma_cm; // its counters join the fabric's in `show`
     stream::acceptor _acceptor;
@@ -298,13 +302,15 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
         std::unique_ptr<attach_server> attach;
         std::unique_ptr<cm_server> rdma_cm;
         std::unique_ptr<control_server> control;
+        // Held here, the hosts' namespaces end with this scope, or with the process.
+        const host_network network(fab->topology());
         try {
             policy.emplace(access_policy::for_daemon(fab->topology().daemon));
             const session_limits limits{fab->topology().daemon.max_sessions, fab->topology().daemon.max_sessions_per_user};
             attach = std::make_unique<attach_server>(io, *fab, runtime_dir, *policy, limits);
             rdma_cm = std::make_unique<cm_server>(io, *fab, runtime_dir, *policy);
-            control = std::make_unique<control_server>(io, *fab, runtime_dir + "/" + control_socket_name, *policy,
-                                                       rdma_cm.get());
+            control = std::make_unique<control_server>(io, *fab, network, runtime_dir + "/" + control_socket_name,
+                                                       *policy, rdma_cm.get());
         } catch (const std::exception& e) {
             log::daemon().critical("cannot open the fabric's sockets: {}", e.what());
             tell(ready_fd, std::string("cannot open the fabric's sockets: ") + e.what());

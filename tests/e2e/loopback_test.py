@@ -26,7 +26,7 @@ class nic_loopback(fabric_case):
         server = self.start_on("h1", program, *args, "-p", port)
         deadline = time.monotonic() + 20
         while True:
-            client = self.run_on("h1", program, *args, "-p", port, "127.0.0.1", timeout=timeout)
+            client = self.run_on("h1", program, *args, "-p", port, self.address_of("h1"), timeout=timeout)
             text = client.stdout + client.stderr
             if client.returncode == 0 or "Couldn't connect" not in text or time.monotonic() > deadline:
                 break
@@ -139,7 +139,7 @@ class two_nics_of_one_host(nic_loopback):
         deadline = time.monotonic() + 20
         while True:
             client = self.run_on("h1", "ibv_rc_pingpong", "-d", "rfab0", "-g", "1", "-n", "200", "-p", port,
-                                 "127.0.0.1")
+                                 self.address_of("h1", nic=1))
             if client.returncode == 0 or "Couldn't connect" not in client.stderr or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
