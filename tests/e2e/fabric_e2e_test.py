@@ -89,26 +89,32 @@ class fabric_case(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         return json.loads(out.stdout)
 
-    def pingpong(self, kind="ibv_rc_pingpong", size=4096, mtu=1024, iterations=100, extra=()):
-        """Server on h2, client on h1; returns (server, client) CompletedProcess-like tuples."""
-        port = str(free_tcp_port())
-        args = ["-d", "rfab0", "-g", "1", "-s", str(size), "-m", str(mtu), "-n", str(iterations), "-p", port,
-                *extra]
-        server = self.start_on("h2", kind, *args)
-        client = None
-        # The server listens once its QP exists; retry the client until it connects.
+    def server_and_client(self, server_host, server_program, client_host, client_program, timeout=300):
+        """Starts server_program on server_host, then client_program on client_host. The server
+        listens only once its resources exist, so a client that finds nobody listening ("Couldn't
+        connect", as ibverbs-utils and perftest say) is run again, for up to 20 s. Returns
+        ((server returncode, stdout, stderr), the client's CompletedProcess)."""
+        server = self.start_on(server_host, *server_program)
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            client = self.run_on("h1", kind, *args, self.address_of("h2"), timeout=300)
-            if "Couldn't connect" not in client.stderr and "Couldn't connect" not in client.stdout:
+        while True:
+            client = self.run_on(client_host, *client_program, timeout=timeout)
+            if client.returncode == 0 or "Couldn't connect" not in client.stdout + client.stderr or \
+                    time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         try:
-            server_out, server_err = server.communicate(timeout=300)
+            out, err = server.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             server.kill()
-            server_out, server_err = server.communicate()
-        return (server.returncode, server_out, server_err), client
+            out, err = server.communicate()
+        return (server.returncode, out, err), client
+
+    def pingpong(self, kind="ibv_rc_pingpong", size=4096, mtu=1024, iterations=100, extra=()):
+        """Server on h2, client on h1; returns (server, client) as server_and_client does."""
+        port = str(free_tcp_port())
+        args = ["-d", "rfab0", "-g", "1", "-s", str(size), "-m", str(mtu), "-n", str(iterations), "-p", port,
+                *extra]
+        return self.server_and_client("h2", [kind, *args], "h1", [kind, *args, self.address_of("h2")])
 
 
 class devices_and_ports(fabric_case):

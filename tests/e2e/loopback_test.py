@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,21 +22,11 @@ class nic_loopback(fabric_case):
     def both_on_h1(self, program, *args, timeout=120):
         """Server and client of `program` on h1; returns the client's stdout after both exit 0."""
         port = str(free_tcp_port())
-        server = self.start_on("h1", program, *args, "-p", port)
-        deadline = time.monotonic() + 20
-        while True:
-            client = self.run_on("h1", program, *args, "-p", port, self.address_of("h1"), timeout=timeout)
-            text = client.stdout + client.stderr
-            if client.returncode == 0 or "Couldn't connect" not in text or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        try:
-            out, err = server.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            out, err = server.communicate()
+        (server_rc, out, err), client = self.server_and_client(
+            "h1", [program, *args, "-p", port], "h1", [program, *args, "-p", port, self.address_of("h1")],
+            timeout=timeout)
         self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
-        self.assertEqual(server.returncode, 0, out + err)
+        self.assertEqual(server_rc, 0, out + err)
         return client.stdout
 
     def h1_and_switch(self):
@@ -135,17 +124,11 @@ class two_nics_of_one_host(nic_loopback):
         shown = self.counters()
         switch_before = sum(p["rx_packets"] for p in shown["switches"][0]["ports"])
         port = str(free_tcp_port())
-        server = self.start_on("h1", "ibv_rc_pingpong", "-d", "rfab1", "-g", "1", "-n", "200", "-p", port)
-        deadline = time.monotonic() + 20
-        while True:
-            client = self.run_on("h1", "ibv_rc_pingpong", "-d", "rfab0", "-g", "1", "-n", "200", "-p", port,
-                                 self.address_of("h1", nic=1))
-            if client.returncode == 0 or "Couldn't connect" not in client.stderr or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        out, err = server.communicate(timeout=120)
+        common = ["ibv_rc_pingpong", "-g", "1", "-n", "200", "-p", port]
+        (server_rc, out, err), client = self.server_and_client(
+            "h1", [*common, "-d", "rfab1"], "h1", [*common, "-d", "rfab0", self.address_of("h1", nic=1)])
         self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
-        self.assertEqual(server.returncode, 0, out + err)
+        self.assertEqual(server_rc, 0, out + err)
         shown = self.counters()
         nics = {n["nic"]: n["counters"] for n in shown["nics"] if n["host"] == "h1"}
         self.assertEqual(nics["rfab0"]["loopback_packets"], 0)

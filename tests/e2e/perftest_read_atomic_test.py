@@ -8,9 +8,7 @@ Run by meson (suite e2e) as:
 
 import os
 import re
-import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,21 +24,8 @@ class perftest_read_atomic(fabric_case):
         (returncode, stdout, stderr)."""
         port = str(free_tcp_port())
         common = [program, "-d", "rfab0", "-x", "1", "-c", "RC", "-p", port, *args]
-        server = self.start_on("h2", *common)
-        # perftest's client gives up at once when nobody listens yet: retry until the server does.
-        deadline = time.monotonic() + 20
-        while True:
-            client = self.run_on("h1", *common, self.address_of("h2"), timeout=timeout)
-            text = client.stdout + client.stderr
-            if client.returncode == 0 or "Couldn't connect" not in text or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        try:
-            out, err = server.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            out, err = server.communicate()
-        return (server.returncode, out, err), (client.returncode, client.stdout, client.stderr)
+        server, client = self.server_and_client("h2", common, "h1", [*common, self.address_of("h2")], timeout=timeout)
+        return server, (client.returncode, client.stdout, client.stderr)
 
     def check(self, program, *args, line=BW_LINE):
         (server_rc, server_out, server_err), (client_rc, client_out, client_err) = self.perftest(program, *args)
