@@ -148,6 +148,7 @@ struct fabric::capture final : frame_tap {
     pcap_writer file;
     std::int64_t epoch_ns = 0;
     std::vector<link*> links;
+    nic::nic_node* nic = nullptr; // a NIC's end: it also shows what the NIC loops back itself
     void on_frame(sim_time departure, std::span<const std::uint8_t> frame) override {
         file.write(epoch_ns + departure, frame);
     }
@@ -176,9 +177,11 @@ std::string fabric::start_capture(const std::string& endpoint, int fd, const std
             if (!c->file.open(std::exchange(fd, -1), path, error)) return error;
             c->epoch_ns = _epoch_ns;
             c->links = {&_wiring.link_at(_cables[i].first), &_wiring.link_at(_cables[i].second)};
+            if (end.kind == config::endpoint::host_nic) c->nic = _nics[end.node][end.port].get();
             capture* raw = c.get();
             auto attach = [raw] {
                 for (link* k : raw->links) k->set_tap(raw);
+                if (raw->nic) raw->nic->set_loopback_tap(raw);
             };
             if (_thread.joinable())
                 _driver->mail().call(attach);
@@ -200,6 +203,7 @@ std::int64_t fabric::stop_capture(const std::string& endpoint) {
     capture* raw = it->second.get();
     auto detach = [raw] {
         for (link* k : raw->links) k->set_tap(nullptr);
+        if (raw->nic) raw->nic->set_loopback_tap(nullptr);
     };
     if (_thread.joinable())
         _driver->mail().call(detach);

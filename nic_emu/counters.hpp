@@ -23,6 +23,8 @@ namespace rocefab::nic {
     X(rx_transport_mismatch) /* opcode of another transport than the QP's */                                   \
     X(rx_pfc_frames)                                                                                           \
     X(tx_no_buffer) /* the packet pool was empty: transmission deferred */                                     \
+    X(loopback_packets) /* frames to this NIC itself, turned around inside it (QPs of one NIC) */              \
+    X(loopback_discards) /* ... dropped because the loopback ring was full */                                  \
     X(rdma_sends)                                                                                              \
     X(rdma_writes)                                                                                             \
     X(out_of_sequence) /* responder saw a PSN ahead of the expected one */                                     \

@@ -103,6 +103,8 @@ nic_node::~nic_node() {
     for (const auto& [id, c] : _contexts) contexts.push_back(id);
     for (auto id : contexts) close_context(id);
     while (_rx.head != _rx.tail) rte_pktmbuf_free(_rx.ring[_rx.head++ & (_rx.ring.size() - 1)]);
+    while (_loopback.head != _loopback.tail)
+        rte_pktmbuf_free(_loopback.frames[_loopback.head++ & (loopback_ring::slots - 1)]);
 }
 
 ibv_device_attr nic_node::device_attributes() const {

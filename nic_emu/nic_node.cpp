@@ -61,6 +61,10 @@ void nic_node::finish_frame(rte_mbuf* frame, sim_time now) {
     wire::seal_roce_frame(data, roce_length);
     ++_counters.port_xmit_packets;
     _counters.port_xmit_data += on_wire;
+    if (reinterpret_cast<const wire::ethernet_header*>(data)->destination == _spec.mac) {
+        loop_back(frame, now);
+        return;
+    }
     transmit(0, frame, now);
 }
 
@@ -241,6 +245,7 @@ void nic_node::retire_idle_qps() {
 bool nic_node::poll(sim_time now) {
     _latest = std::max(_latest, now);
     bool did_work = run_receive_buffer(now);
+    did_work |= deliver_looped_back(now);
     did_work |= flush_dma();
     did_work |= take_doorbells();
     const std::size_t n = _active_qps.size();
@@ -257,7 +262,8 @@ bool nic_node::poll(sim_time now) {
             raise_async_event(qp.context, IBV_EVENT_SQ_DRAINED, qp.handle);
             did_work = true;
         }
-        else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(priority_of(qp)) <= now) {
+        else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(priority_of(qp)) <= now &&
+                 loopback_has_room()) {
             did_work |= run_read_atomic_responder(qp, now);
             did_work |= run_requester(qp, now);
         }
@@ -268,6 +274,7 @@ bool nic_node::poll(sim_time now) {
 }
 
 sim_time nic_node::next_deadline() const {
+    if (_loopback.held()) return 0;
     sim_time earliest = receive_buffer_deadline();
     for (const auto& [id, c] : _contexts)
         if (c.doorbells && (c.doorbells->ring.producer.load(std::memory_order_acquire) != c.doorbells_taken ||

@@ -6,6 +6,7 @@
 // resource methods (create_qp, modify_qp, ...) through the driver's mailbox.
 #pragma once
 
+#include "dataplane/link.hpp"
 #include "dataplane/log.hpp"
 #include "dataplane/node.hpp"
 #include "dataplane/pfc_pause.hpp"
@@ -94,6 +95,9 @@ public:
 
     // Control path, before the first QP reaches RTR.
     void set_resolver(neighbour_resolver resolver) { _resolve = std::move(resolver); }
+    // Sees the frames the NIC turns around itself (loopback.cpp), which no cable carries; a
+    // capture on the NIC's cable end sets it. Called on the data-plane thread.
+    void set_loopback_tap(frame_tap* tap) { _loopback_tap = tap; }
 
     // -- node ----------------------------------------------------------------------------
     void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) override;
@@ -347,6 +351,25 @@ private:
         bool delivering = false;    // receive() is handing a buffered frame on
     };
     receive_buffer _rx;
+    // Frames for this NIC's own MAC (loopback.cpp): they wait here for the next poll, so the
+    // engine that sent one never re-enters receive() from inside itself.
+    struct loopback_ring {
+        static constexpr std::uint32_t slots = 1024; // a power of two; head/tail run freely
+        std::array<rte_mbuf*, slots> frames{};
+        std::uint32_t head = 0, tail = 0;
+        std::uint32_t held() const { return tail - head; }
+    };
+    loopback_ring _loopback;
+    frame_tap* _loopback_tap = nullptr;
+    // Takes a frame finish_frame() addressed to this NIC itself.
+    void loop_back(rte_mbuf* frame, sim_time now);
+    // Delivers what was looped back before this call; true when it delivered anything.
+    bool deliver_looped_back(sim_time now);
+    // Whether the engines may start another burst: room for it, and for the answer to every
+    // frame already waiting (an ACK or NAK each).
+    bool loopback_has_room() const {
+        return _loopback.held() * 2 + 2 * gather_batch::max_packets <= loopback_ring::slots;
+    }
     pause_sender _rx_pauses; // the PFC the receive buffer sends
     // Holds `frame` for the host; false when the NIC has no receive buffer (host_rx_bps 0).
     bool buffer_received(rte_mbuf* frame, sim_time now);

@@ -277,6 +277,47 @@ TEST_F(rc_read_atomic, a_duplicated_atomic_request_is_executed_once) {
     EXPECT_GE(h2.nic->counters().duplicate_request, 3u);
 }
 
+// Both QPs on one NIC: a ConnectX turns the frames around inside itself, so every operation
+// works as between two NICs, the port counts the frames both ways, and the cable stays idle.
+class rc_loopback : public rc_read_atomic {
+protected:
+    bool one_nic() const override { return true; }
+};
+
+TEST_F(rc_loopback, send_write_read_and_atomics_between_qps_of_one_nic_never_touch_the_cable) {
+    connect(options());
+    ASSERT_EQ(h1.nic, h2.nic);
+    fill_pattern(h1.memory, 0, 65536, 1);
+    post_recv(h2, 1, 1 << 20, 65536);
+    post_send(h1, 1, IBV_WR_SEND, 0, 65536);
+    post_send(h1, 2, IBV_WR_RDMA_WRITE, 0, 65536, address(h2, 2 << 20), h2.rkey);
+    fill_pattern(h2.memory, 3 << 20, 65536, 2);
+    post_send(h1, 3, IBV_WR_RDMA_READ, 3 << 20, 65536, address(h2, 3 << 20), h2.rkey);
+    set_word(h2, 64, 40);
+    post_atomic(h1, 4, IBV_WR_ATOMIC_FETCH_AND_ADD, 65536 + 128, address(h2, 64), h2.rkey, 2);
+    run_for(microseconds(100));
+    const auto done = sends(h1);
+    ASSERT_EQ(done.size(), 4u);
+    for (const auto& c : done) EXPECT_EQ(c.status, IBV_WC_SUCCESS) << c.wr_id;
+    const auto received = poll(h2.recv_cq_control, h2.recv_cqes);
+    ASSERT_EQ(received.size(), 1u);
+    EXPECT_EQ(received[0].byte_len, 65536u);
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 65536, h2.memory.begin() + (1 << 20)));
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 65536, h2.memory.begin() + (2 << 20)));
+    EXPECT_TRUE(std::equal(h2.memory.begin() + (3 << 20), h2.memory.begin() + (3 << 20) + 65536,
+                           h1.memory.begin() + (3 << 20)));
+    EXPECT_EQ(word(h1, 65536 + 128), 40u);
+    EXPECT_EQ(word(h2, 64), 42u);
+
+    const nic_counters& c = h1.nic->counters();
+    EXPECT_GT(c.loopback_packets, 0u);
+    EXPECT_EQ(c.loopback_discards, 0u);
+    EXPECT_EQ(c.port_xmit_packets, c.loopback_packets); // every frame it sent came back to it
+    EXPECT_EQ(c.port_rcv_packets, c.loopback_packets);
+    EXPECT_EQ(_wiring.link_at(_a_to_b).counters().tx_frames, 0u);
+    EXPECT_EQ(_nic2->counters().port_rcv_packets, 0u);
+}
+
 class rc_read_atomic_limit : public rc_read_atomic {
 protected:
     // Posts six 16 KiB READs and returns the most READ requests the responder had received
