@@ -154,6 +154,51 @@ class ucx(stacks_case):
         self.check_latency("ud_verbs")
 
 
+class launcher(stacks_case):
+    """build/rocefab-launch takes what an rsh/ssh agent takes and runs it on the emulated host."""
+
+    def launch(self, *args, env=None):
+        return subprocess.run([LAUNCHER, *args], capture_output=True, text=True, timeout=60,
+                              env=env or self.env)
+
+    def test_runs_the_command_line_through_a_shell_on_the_named_host(self):
+        # As ssh does, the words are joined and a shell reads them: quotes and $ are the shell's.
+        out = self.launch("h2", "echo", '"$ROCEFAB_HOST sees"', "$(ibv_devices | grep -c rfab0)", "nic")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, "h2 sees 1 nic\n")
+
+    def test_ignores_ssh_options_before_the_host(self):
+        out = self.launch("-x", "-o", "BatchMode=yes", "-T", "h1", "echo", "$ROCEFAB_HOST")
+        self.assertEqual((out.returncode, out.stdout), (0, "h1\n"), out.stderr)
+
+    def test_passes_the_commands_exit_status_back(self):
+        self.assertEqual(self.launch("h1", "exit", "7").returncode, 7)
+
+    def test_lands_on_the_fabric_its_caller_runs_on(self):
+        # Another fabric is up as well: ROCEFAB_FABRIC, which rocefab run exports, chooses.
+        other = "e2e-other-%d" % os.getpid()
+        up = self.rocefab("up", base.TWO_HOSTS, "--name", other)
+        self.assertEqual(up.returncode, 0, up.stdout + up.stderr)
+        try:
+            out = self.run_on("h1", LAUNCHER, "h2", "echo", "$ROCEFAB_FABRIC")
+            self.assertEqual((out.returncode, out.stdout), (0, self.name + "\n"), out.stderr)
+            alone = self.launch("h2", "true")
+            self.assertNotEqual(alone.returncode, 0)
+            self.assertIn("several fabrics are running", alone.stderr)
+        finally:
+            self.rocefab("down", "--fabric", other)
+
+    def test_an_unknown_host_fails_with_the_hosts_the_fabric_has(self):
+        out = self.launch("h9", "true")
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("has no host 'h9' (hosts: h1, h2)", out.stderr)
+
+    def test_without_a_command_it_fails_as_ssh_does(self):
+        out = self.launch("h1")
+        self.assertEqual(out.returncode, 255)
+        self.assertIn("usage: rocefab-launch", out.stderr)
+
+
 class open_mpi(stacks_case):
     """Stock mpirun places 4 ranks on 4 hosts of leaf-spine through rocefab-launch; the UCX PML
     carries a checked ping-pong and allreduce of 1 MiB over the fabric."""
