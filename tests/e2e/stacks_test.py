@@ -167,6 +167,18 @@ class launcher(stacks_case):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(out.stdout, "h2 sees 1 nic\n")
 
+    def test_the_command_runs_under_the_hosts_name(self):
+        # Launchers key per-node state on the node's name (Open MPI's session directories); as root
+        # the launcher can always give the command a UTS namespace of its own.
+        out = self.launch("h2", "hostname")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        if os.geteuid() == 0:
+            self.assertEqual(out.stdout, "h2\n")
+        else:
+            self.assertIn(out.stdout.strip(), ("h2", os.uname().nodename))
+        self.assertEqual(subprocess.run(["hostname"], capture_output=True, text=True).stdout.strip(),
+                         os.uname().nodename)
+
     def test_ignores_ssh_options_before_the_host(self):
         out = self.launch("-x", "-o", "BatchMode=yes", "-T", "h1", "echo", "$ROCEFAB_HOST")
         self.assertEqual((out.returncode, out.stdout), (0, "h1\n"), out.stderr)
