@@ -5,6 +5,7 @@
 #include "control/throttled_log.hpp"
 #include "control/config/units.hpp"
 #include "control/fabric.hpp"
+#include "control/host_network.hpp"
 #include "dataplane/log.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -99,8 +100,9 @@ json link_request(fabric& fab, const json& request) {
 
 class control_server {
 public:
-    control_server(asio::io_context& io, fabric& fab, const std::string& path, const access_policy& policy)
-        : _io(io), _fabric(fab), _policy(policy), _acceptor(io), _pause(io) {
+    control_server(asio::io_context& io, fabric& fab, const host_network& network, const std::string& path,
+                   const access_policy& policy)
+        : _io(io), _fabric(fab), _network(network), _policy(policy), _acceptor(io), _pause(io) {
         ::unlink(path.c_str());
         _acceptor.open(stream());
         _acceptor.bind(stream::endpoint(path));
@@ -192,7 +194,9 @@ private:
             } else if (op == "ping") {
                 reply = {{"ok", true}, {"fabric", _fabric.topology().name}, {"pid", ::getpid()}};
             } else if (op == "topology") {
-                reply = {{"ok", true}, {"topology", nlohmann::json::parse(config::to_json(_fabric.topology()))}};
+                reply = {{"ok", true},
+                         {"topology", nlohmann::json::parse(config::to_json(_fabric.topology()))},
+                         {"host_network", _network.describe()}};
             } else if (op == "show") {
                 reply = {{"ok", true}, {"counters", _fabric.counters()}};
             } else if (op == "capture") {
@@ -231,6 +235,7 @@ private:
 
     asio::io_context& _io;
     fabric& _fabric;
+    const host_network& _network;
     const access_policy& _policy;
     stream::acceptor _acceptor;
     asio::steady_timer _pause;
@@ -293,11 +298,13 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
         std::optional<access_policy> policy; // outlives the servers, which refer to it
         std::unique_ptr<attach_server> attach;
         std::unique_ptr<control_server> control;
+        // Held here, the hosts' namespaces end with this scope, or with the process.
+        const host_network network(fab->topology());
         try {
             policy.emplace(access_policy::for_daemon(fab->topology().daemon));
             const session_limits limits{fab->topology().daemon.max_sessions, fab->topology().daemon.max_sessions_per_user};
             attach = std::make_unique<attach_server>(io, *fab, runtime_dir, *policy, limits);
-            control = std::make_unique<control_server>(io, *fab, runtime_dir + "/" + control_socket_name, *policy);
+            control = std::make_unique<control_server>(io, *fab, network, runtime_dir + "/" + control_socket_name, *policy);
         } catch (const std::exception& e) {
             log::daemon().critical("cannot open the fabric's sockets: {}", e.what());
             tell(ready_fd, std::string("cannot open the fabric's sockets: ") + e.what());

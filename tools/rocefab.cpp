@@ -14,6 +14,8 @@
 #include "control/daemon.hpp"
 #include "control/fabric.hpp"
 #include "nic_emu/attach_protocol.hpp"
+#include "nic_emu/verbs/command_channel.hpp"
+#include "tools/host_view.hpp"
 #include "sim/simulation.hpp"
 
 #include <CLI/CLI.hpp>
@@ -192,12 +194,19 @@ fs::path verbs_library_directory() {
 int command_run(const std::string& fabric_option, const std::string& host, std::vector<std::string> program) {
     if (program.empty()) fail("run needs a program: rocefab run --host H -- PROGRAM ARGS...");
     const std::string fabric = choose_fabric(fabric_option);
-    const auto topo = request_or_fail(fabric, {{"op", "topology"}})["topology"];
+    const auto reply = request_or_fail(fabric, {{"op", "topology"}});
+    const auto& topo = reply["topology"];
     std::vector<std::string> hosts;
+    tools::host_view_request view;
+    view.host = host;
+    view.host_network = reply.value("host_network", json());
     bool found = false;
     for (const auto& h : topo["hosts"]) {
         hosts.push_back(h["name"]);
-        found |= h["name"] == host;
+        if (h["name"] == host) {
+            found = true;
+            view.host_entry = h;
+        }
     }
     if (!found) fail("fabric " + fabric + " has no host '" + host + "' (hosts: " + join(hosts) + ")");
     const fs::path libdir = verbs_library_directory();
@@ -210,6 +219,18 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
     std::string path = libdir.string();
     if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) path += std::string(":") + old;
     ::setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+    {
+        // The devices as the program's verbs library will list them: the same hello, so the
+        // /sys files hold what ibv_query_device, _port and _gid return. A runner the daemon
+        // refuses gets no devices here, and the program gets the daemon's refusal itself.
+        verbs::command_channel channel;
+        attach::reply hello{};
+        if (channel.connect_and_hello(hello) == 0)
+            for (std::uint32_t i = 0; i < std::min<std::uint32_t>(hello.hello.device_count, attach::max_devices); ++i)
+                view.devices.push_back(hello.hello.devices[i]);
+    }
+    if (const std::string missing = tools::enter_host_view(view); !missing.empty())
+        std::cerr << "rocefab: " << missing << "\n";
     std::vector<char*> argv;
     for (auto& a : program) argv.push_back(a.data());
     argv.push_back(nullptr);

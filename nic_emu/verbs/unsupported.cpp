@@ -35,6 +35,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 // Types of rdma-core's driver.h, which Debian does not install.  Only
 // pointers to them cross the ABI, so incomplete declarations are enough.
@@ -171,18 +173,55 @@ void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_
 	dst->preference = src->preference;
 }
 
-// Emulated devices have no sysfs directory.  rdma-core answers "where is
-// sysfs" with a path and lets the later read fail; we have no path to give, so
-// the first call already fails, with ENOENT (no such file), like the read would.
+// Where sysfs is, as rdma-core 44 answers (libibverbs/sysfs.c): $SYSFS_PATH without its
+// trailing slashes when the caller is not set-uid, else "/sys".  Inside `rocefab run` the
+// emulated devices are under /sys/class/infiniband and /sys/class/infiniband_verbs (the
+// program's own mount namespace); outside it, reads there fail with ENOENT, as on a machine
+// without the device.
 const char *ibv_get_sysfs_path(void)
 {
-	errno = ENOENT;
-	return nullptr;
+	static const char *path;
+	if (path)
+		return path;
+	const char *env = getuid() == geteuid() ? getenv("SYSFS_PATH") : nullptr;
+	if (env) {
+		size_t length = strlen(env);
+		while (length > 1 && env[length - 1] == '/')
+			--length;
+		if (char *copy = strndup(env, length))
+			path = copy;
+	}
+	if (!path)
+		path = "/sys";
+	return path;
 }
 
-int ibv_read_sysfs_file(const char *, const char *, char *, size_t)
+// rdma-core 44's: the file's contents without its trailing newline; -1 and errno when it
+// cannot be opened or read, or does not fit.
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
-	return fail_minus_one(ENOENT);
+	char path[4096];
+	if (snprintf(path, sizeof path, "%s/%s", dir, file) >= static_cast<int>(sizeof path))
+		return fail_minus_one(ENAMETOOLONG);
+	const int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t length = read(fd, buf, size);
+	const int error = errno;
+	close(fd);
+	if (length < 0) {
+		errno = error;
+		return -1;
+	}
+	if (length > 0) {
+		if (buf[length - 1] == '\n')
+			buf[--length] = '\0';
+		else if (static_cast<size_t>(length) < size)
+			buf[length] = '\0';
+		else
+			return fail_minus_one(EOVERFLOW);
+	}
+	return static_cast<int>(length);
 }
 
 // ---------------------------------------------------------------------------

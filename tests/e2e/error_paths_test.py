@@ -92,7 +92,7 @@ class error_paths_case(fabric_case):
         port = str(free_tcp_port())
         server = self.start_server(port)
         # The client retries its TCP connection until the server listens.
-        client = self.run_on("h1", ERROR_PATHS, "127.0.0.1", *COMMON, "-p", port, "--case", case, timeout=120)
+        client = self.run_on("h1", ERROR_PATHS, self.address_of("h2"), *COMMON, "-p", port, "--case", case, timeout=120)
         return self.finish_server(server), (client.returncode, client.stdout, client.stderr)
 
     def assert_case_lines(self, cases, server, client):
@@ -147,7 +147,7 @@ class error_paths_link_down(error_paths_case):
         port = str(free_tcp_port())
         server = self.start_server(port)
         client = subprocess.Popen([ROCEFAB, "run", "--fabric", self.name, "--host", "h1", "--", ERROR_PATHS,
-                                   "127.0.0.1", *COMMON, "-p", port, "--case", "retry_exhausted"],
+                                   self.address_of("h2"), *COMMON, "-p", port, "--case", "retry_exhausted"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   env=self.env)
         try:

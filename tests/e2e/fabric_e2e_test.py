@@ -53,6 +53,30 @@ class fabric_case(unittest.TestCase):
         return subprocess.run([ROCEFAB, *args], capture_output=True, text=True, timeout=timeout,
                               env=env or cls.env)
 
+    @classmethod
+    def topology(cls):
+        """The running fabric's topology, as the daemon's control socket gives it."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(20)
+            s.connect(os.path.join(cls.runtime.name, cls.name, "control.sock"))
+            s.sendall(b'{"op":"topology"}\n')
+            reply = b""
+            while not reply.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        return json.loads(reply)["topology"]
+
+    @classmethod
+    def address_of(cls, host, nic=0):
+        """The host's fabric address (without the prefix length): what a cluster script gives a
+        client to reach a server on that host (`ib_write_bw 10.0.0.2`)."""
+        for h in cls.topology()["hosts"]:
+            if h["name"] == host:
+                return h["nics"][nic]["address"].split("/")[0]
+        raise KeyError(host)
+
     def run_on(self, host, *program, timeout=120):
         return self.rocefab("run", "--fabric", self.name, "--host", host, "--", *program, timeout=timeout)
 
@@ -75,7 +99,7 @@ class fabric_case(unittest.TestCase):
         # The server listens once its QP exists; retry the client until it connects.
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            client = self.run_on("h1", kind, *args, "127.0.0.1", timeout=300)
+            client = self.run_on("h1", kind, *args, self.address_of("h2"), timeout=300)
             if "Couldn't connect" not in client.stderr and "Couldn't connect" not in client.stdout:
                 break
             time.sleep(0.2)
@@ -143,7 +167,7 @@ class extended_verbs(fabric_case):
         program = os.path.join(BUILD, "tools", "integrity", "verbs-ex-check")
         port = str(free_tcp_port())
         server = self.start_on("h2", program, "--server", "-d", "rfab0", "-g", "1", "-p", port)
-        client = self.run_on("h1", program, "127.0.0.1", "-d", "rfab0", "-g", "1", "-p", port)
+        client = self.run_on("h1", program, self.address_of("h2"), "-d", "rfab0", "-g", "1", "-p", port)
         server_out, server_err = server.communicate(timeout=60)
         self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
         self.assertEqual(server.returncode, 0, server_out + server_err)
@@ -188,7 +212,7 @@ class leaf_spine(fabric_case):
         client = None
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            client = self.run_on("h1", "ibv_rc_pingpong", *args, "127.0.0.1")
+            client = self.run_on("h1", "ibv_rc_pingpong", *args, self.address_of("h8"))
             if "Couldn't connect" not in client.stderr + client.stdout:
                 break
             time.sleep(0.2)
@@ -212,7 +236,7 @@ class robustness(fabric_case):
         args = ["-d", "rfab0", "-g", "1", "-s", "65536", "-n", "1000000", "-p", port]
         server = self.start_on("h2", "ibv_rc_pingpong", *args)
         time.sleep(0.5)
-        client = self.start_on("h1", "ibv_rc_pingpong", *args, "127.0.0.1")
+        client = self.start_on("h1", "ibv_rc_pingpong", *args, self.address_of("h2"))
         # Wait until data moves, then kill both ends without warning.
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

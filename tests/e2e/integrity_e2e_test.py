@@ -31,7 +31,7 @@ class integrity_case(fabric_case):
         common = ["-d", "rfab0", "-g", "1", "-p", port]
         server = self.start_on("h2", INTEGRITY, "--server", *common, *server_args)
         # The client retries its TCP connection until the server listens.
-        client = self.run_on("h1", INTEGRITY, *common, *args, "127.0.0.1", timeout=timeout)
+        client = self.run_on("h1", INTEGRITY, *common, *args, self.address_of("h2"), timeout=timeout)
         try:
             out, err = server.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -34,7 +34,7 @@ class incast_case(fabric_case):
         for host, port in zip(self.clients, ports):
             clients.append(subprocess.Popen(
                 [base.ROCEFAB, "run", "--fabric", self.name, "--host", host, "--", "ib_write_bw", *common, "-p", port,
-                 "127.0.0.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env))
+                 self.address_of("h9")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env))
         # Mid-run, the senders' QPs as `rocefab show --json` lists them, DCQCN rates included.
         time.sleep(2.5)
         self.qps_mid_run = {n["host"]: n["qps"] for n in self.counters()["nics"]}

@@ -21,7 +21,7 @@ class many_qps(fabric_case):
     def test_two_thousand_qps_connect_and_carry_a_message_each_without_a_false_timeout(self):
         port = str(free_tcp_port())
         server = self.start_on("h2", MANY_QPS, "--server", "-n", "2000", "-p", port)
-        client = self.run_on("h1", MANY_QPS, "127.0.0.1", "-n", "2000", "-p", port, timeout=300)
+        client = self.run_on("h1", MANY_QPS, self.address_of("h2"), "-n", "2000", "-p", port, timeout=300)
         server_out, server_err = server.communicate(timeout=300)
         self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
         self.assertEqual(server.returncode, 0, server_out + server_err)

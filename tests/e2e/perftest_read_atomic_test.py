@@ -30,7 +30,7 @@ class perftest_read_atomic(fabric_case):
         # perftest's client gives up at once when nobody listens yet: retry until the server does.
         deadline = time.monotonic() + 20
         while True:
-            client = self.run_on("h1", *common, "127.0.0.1", timeout=timeout)
+            client = self.run_on("h1", *common, self.address_of("h2"), timeout=timeout)
             text = client.stdout + client.stderr
             if client.returncode == 0 or "Couldn't connect" not in text or time.monotonic() > deadline:
                 break

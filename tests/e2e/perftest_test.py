@@ -26,7 +26,7 @@ class perftest_case(fabric_case):
         client = None
         # The server listens once its resources exist: retry the client until it connects.
         for _ in range(100):
-            client = self.run_on("h1", program, *common, "127.0.0.1", timeout=timeout)
+            client = self.run_on("h1", program, *common, self.address_of("h2"), timeout=timeout)
             if "Couldn't connect" not in client.stderr + client.stdout:
                 break
             time.sleep(0.2)

@@ -33,7 +33,7 @@ class pingpong_variant(fabric_case):
         # The server listens once its QPs exist; retry the client until it connects.
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            client = self.run_on("h1", self.program, *args, "127.0.0.1", timeout=300)
+            client = self.run_on("h1", self.program, *args, self.address_of("h2"), timeout=300)
             if "Couldn't connect" not in client.stderr and "Couldn't connect" not in client.stdout:
                 break
             time.sleep(0.2)

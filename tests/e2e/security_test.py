@@ -222,11 +222,17 @@ class confused_deputy(shared_fabric):
         self.work.cleanup()
         self.private.cleanup()
 
-    def start_probe(self, mode, *extra):
-        command = as_test_user(self.user_rocefab, "run", "--fabric", self.name, "--host", "h1", "--", self.user_probe, mode,
-                               "--address", FIXED_ADDRESS, "--peer-socket", self.attach_socket("h2"),
-                               "--ready", self.ready, "--done", self.done, *extra)
-        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
+    def start_probe(self, mode, *extra, through_rocefab_run=True):
+        probe = [self.user_probe, mode, "--address", FIXED_ADDRESS, "--peer-socket", self.attach_socket("h2"),
+                 "--ready", self.ready, "--done", self.done, *extra]
+        if through_rocefab_run:
+            command = as_test_user(self.user_rocefab, "run", "--fabric", self.name, "--host", "h1", "--", *probe)
+            return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
+        # What `rocefab run` sets, set by hand: an attacker needs no `rocefab run` to attach.
+        env = dict(self.env, ROCEFAB_SOCKET=self.attach_socket("h1"), ROCEFAB_HOST="h1",
+                   LD_LIBRARY_PATH=os.path.join(os.path.dirname(self.user_rocefab), "nic_emu", "verbs"))
+        return subprocess.Popen(as_test_user(*probe), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
 
     def read_lines(self, stream, until):
         lines = []
@@ -258,7 +264,10 @@ class confused_deputy(shared_fabric):
         shutil.copy(self.user_probe, holder)
         os.chown(holder, 0, 0)
         os.chmod(holder, 0o4755)
-        probe = self.start_probe("exec", "--holder", holder, "--secret", self.secret_file)
+        # Not through `rocefab run`: an unprivileged run is in a user namespace of its own, where
+        # the kernel ignores the set-uid bit of a root-owned file, so the attack could not even
+        # be staged there. Attached directly, as an attacker may, the exec does make it root.
+        probe = self.start_probe("exec", "--holder", holder, "--secret", self.secret_file, through_rocefab_run=False)
         try:
             out, err = probe.communicate(timeout=120)
         finally:
@@ -306,7 +315,7 @@ class shared_memory(shared_fabric):
         args = ["-d", "rfab0", "-g", "1", "-s", "4096", "-n", "3000", "-p", port, "-c"]
         server = self.start_on("h2", "ibv_rc_pingpong", *args)
         time.sleep(0.5)
-        client = self.start_on("h1", "ibv_rc_pingpong", *args, "127.0.0.1")
+        client = self.start_on("h1", "ibv_rc_pingpong", *args, self.address_of("h2"))
         abuser = self.start_on("h1", ABUSE, "--seconds", "3")
         try:
             out, err = abuser.communicate(timeout=120)

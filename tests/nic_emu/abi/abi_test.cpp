@@ -14,7 +14,9 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <string>
 
 namespace {
@@ -108,17 +110,40 @@ TEST_F(abi_library, data_in_order_query_never_claims_ordering)
 		  0);
 }
 
-TEST_F(abi_library, sysfs_lookups_fail_with_enoent_because_emulated_devices_have_none)
+TEST_F(abi_library, sysfs_path_is_slash_sys_and_reads_fail_with_enoent_where_no_device_is)
 {
-	errno = 0;
-	EXPECT_EQ(get<const char *()>("ibv_get_sysfs_path")(), nullptr);
-	EXPECT_EQ(errno, ENOENT);
+	// rdma-core always names a path; outside `rocefab run` no device is under it.
+	unsetenv("SYSFS_PATH");
+	EXPECT_STREQ(get<const char *()>("ibv_get_sysfs_path")(), "/sys");
 	char buf[16];
 	errno = 0;
 	EXPECT_EQ((get<int(const char *, const char *, char *, size_t)>("ibv_read_sysfs_file")(
 			  "/sys/class/infiniband/x", "node_guid", buf, sizeof(buf))),
 		  -1);
 	EXPECT_EQ(errno, ENOENT);
+}
+
+TEST_F(abi_library, read_sysfs_file_strips_the_newline_as_rdma_core_does)
+{
+	char dir[] = "/tmp/rocefab-sysfs-XXXXXX";
+	ASSERT_NE(mkdtemp(dir), nullptr);
+	const std::string file = std::string(dir) + "/fw_ver";
+	FILE *f = fopen(file.c_str(), "w");
+	ASSERT_NE(f, nullptr);
+	fputs("1.2.3\n", f);
+	fclose(f);
+	char buf[16];
+	EXPECT_EQ((get<int(const char *, const char *, char *, size_t)>("ibv_read_sysfs_file")(dir, "fw_ver", buf,
+												 sizeof(buf))),
+		  5);
+	EXPECT_STREQ(buf, "1.2.3");
+	char small[3];
+	errno = 0;
+	EXPECT_EQ((get<int(const char *, const char *, char *, size_t)>("ibv_read_sysfs_file")(dir, "fw_ver", small,
+												 sizeof(small))),
+		  -1);
+	unlink(file.c_str());
+	rmdir(dir);
 }
 
 TEST_F(abi_library, provider_registration_is_accepted_and_ignored)
