@@ -2,6 +2,7 @@
 
 #include "control/access.hpp"
 #include "control/attach_server.hpp"
+#include "control/cm/cm_server.hpp"
 #include "control/throttled_log.hpp"
 #include "control/config/units.hpp"
 #include "control/fabric.hpp"
@@ -297,6 +298,7 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
         asio::io_context io;
         std::optional<access_policy> policy; // outlives the servers, which refer to it
         std::unique_ptr<attach_server> attach;
+        std::unique_ptr<cm_server> rdma_cm;
         std::unique_ptr<control_server> control;
         // Held here, the hosts' namespaces end with this scope, or with the process.
         const host_network network(fab->topology());
@@ -304,6 +306,7 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
             policy.emplace(access_policy::for_daemon(fab->topology().daemon));
             const session_limits limits{fab->topology().daemon.max_sessions, fab->topology().daemon.max_sessions_per_user};
             attach = std::make_unique<attach_server>(io, *fab, runtime_dir, *policy, limits);
+            rdma_cm = std::make_unique<cm_server>(io, *fab, runtime_dir, *policy);
             control = std::make_unique<control_server>(io, *fab, network, runtime_dir + "/" + control_socket_name, *policy);
         } catch (const std::exception& e) {
             log::daemon().critical("cannot open the fabric's sockets: {}", e.what());

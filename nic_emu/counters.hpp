@@ -19,6 +19,9 @@ namespace rocefab::nic {
     X(rx_icrc_encapsulated) /* ICRC mismatch: dropped */                                                       \
     X(rx_dropped_not_for_us) /* destination MAC or GID not this NIC's */                                       \
     X(rx_unknown_qp)                                                                                           \
+    X(gsi_rx_mads) /* MADs for QP1 handed to the daemon's CM */                                                \
+    X(gsi_rx_dropped) /* MADs for QP1 dropped: not a UD SEND of 256 bytes, wrong Q_Key, or the CM's queue full */\
+    X(gsi_tx_mads) /* MADs the CM sent from QP1 */                                                             \
     X(rx_qp_state_drops) /* packet for a QP in a state that cannot take it */                                  \
     X(rx_transport_mismatch) /* opcode of another transport than the QP's */                                   \
     X(rx_pfc_frames)                                                                                           \

@@ -68,6 +68,62 @@ void nic_node::finish_frame(rte_mbuf* frame, sim_time now) {
     transmit(0, frame, now);
 }
 
+// ---- GSI (QP1) ------------------------------------------------------------------------------------
+
+// IBA 13.5.2: QP1 takes UD SENDs of one MAD with the GSI Q_Key; anything else is dropped. The
+// CM (on the control plane) reads what is kept; a full queue drops, counted, as a GSI with no
+// receive WQE posted would.
+void nic_node::receive_gsi(const wire::parsed_roce& packet) {
+    if (packet.info->transport != wire::ib_transport::ud || !packet.deth_header ||
+        packet.payload_length != mad_size || packet.deth_header->qkey.load() != gsi_qkey) {
+        ++_counters.gsi_rx_dropped;
+        return;
+    }
+    gsi_datagram d;
+    d.source_gid = packet.source_gid;
+    d.destination_gid = packet.destination_gid;
+    d.source_qpn = packet.deth_header->source_qpn();
+    d.qkey = packet.deth_header->qkey.load();
+    d.pkey = packet.bth_header->pkey();
+    std::memcpy(d.mad.data(), packet.payload, mad_size);
+    if (!_gsi->push(d)) {
+        ++_counters.gsi_rx_dropped;
+        return;
+    }
+    ++_counters.gsi_rx_mads;
+}
+
+int nic_node::send_mad(const wire::ipv6_address& destination, std::uint32_t dest_qpn, std::uint32_t qkey,
+                       const std::array<std::uint8_t, mad_size>& mad, sim_time now) {
+    wire::mac_address next_hop;
+    if (!_resolve || !_resolve(destination, next_hop)) return EHOSTUNREACH;
+    wire::roce_headers_spec h;
+    h.source_mac = _spec.mac;
+    h.destination_mac = next_hop;
+    h.source_gid = destination.is_v4_mapped() ? _gids[1] : _gids[0];
+    h.destination_gid = destination;
+    // The kernel sends MADs with the GID's default traffic class; the NIC's RoCE DSCP keeps
+    // them in the lossless class as its other RoCE traffic.
+    h.dscp = _spec.dscp;
+    h.ecn = _spec.ecn;
+    h.hop_limit = 64;
+    h.opcode = static_cast<std::uint8_t>(wire::ib_opcode::ud_send_only);
+    h.pkey = 0xffff;
+    h.dest_qpn = dest_qpn & wire::mask24;
+    h.psn = _gsi_psn = (_gsi_psn + 1) & wire::psn_mask;
+    h.deth_qkey = qkey;
+    h.deth_source_qpn = gsi_qpn;
+    h.udp_source_port = 0xc000;
+    set_priority_tag(h, 0);
+    std::uint8_t* payload = nullptr;
+    rte_mbuf* frame = start_frame(h, mad_size, payload);
+    if (!frame) return ENOBUFS;
+    std::memcpy(payload, mad.data(), mad_size);
+    finish_frame(frame, now);
+    ++_counters.gsi_tx_mads;
+    return 0;
+}
+
 // ---- receive -------------------------------------------------------------------------------------
 
 void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
@@ -101,6 +157,11 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
     _counters.port_rcv_data += bytes.size();
     if (!(packet.destination_gid == _gids[0]) && !(packet.destination_gid == _gids[1])) {
         ++_counters.rx_dropped_not_for_us;
+        rte_pktmbuf_free(frame);
+        return;
+    }
+    if (packet.bth_header->dest_qpn() == gsi_qpn) {
+        receive_gsi(packet);
         rte_pktmbuf_free(frame);
         return;
     }

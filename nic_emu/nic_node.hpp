@@ -14,6 +14,7 @@
 #include "nic_emu/counters.hpp"
 #include "nic_emu/dcqcn.hpp"
 #include "nic_emu/dma_batch.hpp"
+#include "nic_emu/gsi_queue.hpp"
 #include "nic_emu/resources.hpp"
 
 #include <infiniband/verbs.h>
@@ -184,6 +185,13 @@ public:
     int query_srq(std::uint32_t context, std::uint32_t handle, ibv_srq_attr& attr) const;
     int destroy_srq(std::uint32_t context, std::uint32_t handle);
 
+    // GSI (QP1): what arrives for QP1 waits in gsi() for the daemon's CM (any thread may pop,
+    // one at a time); send_mad() sends a MAD from QP1 (data plane, through the mailbox).
+    // Returns 0, or EHOSTUNREACH when no neighbour answers for `destination`.
+    gsi_queue& gsi() { return *_gsi; }
+    int send_mad(const wire::ipv6_address& destination, std::uint32_t dest_qpn, std::uint32_t qkey,
+                 const std::array<std::uint8_t, mad_size>& mad, sim_time now);
+
     // Test access.
     const queue_pair* find_qp_by_number(std::uint32_t qpn) const;
     // Where the QPN counter stands: a test takes it to the wrap without creating 2^24 QPs.
@@ -315,6 +323,9 @@ private:
     std::array<wire::ipv6_address, gid_count> _gids;
     std::uint64_t _node_guid;
     nic_counters _counters;
+    std::unique_ptr<gsi_queue> _gsi = std::make_unique<gsi_queue>();
+    void receive_gsi(const wire::parsed_roce& packet);
+    std::uint32_t _gsi_psn = 0;
 
     std::uint32_t allocate_handle();
     std::uint32_t allocate_key(std::uint32_t handle);

@@ -12,6 +12,7 @@
 #include "control/config/topology.hpp"
 #include "control/config/units.hpp"
 #include "control/daemon.hpp"
+#include "control/cm/cm_server.hpp"
 #include "control/fabric.hpp"
 #include "nic_emu/attach_protocol.hpp"
 #include "nic_emu/verbs/command_channel.hpp"
@@ -216,7 +217,11 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
     ::setenv(attach::host_env, host.c_str(), 1);
     // What the program starts through rocefab-launch (mpirun's daemons) lands on this fabric.
     ::setenv("ROCEFAB_FABRIC", fabric.c_str(), 1);
+    // librdmacm.so.1 (nic_emu/rdmacm, beside the verbs library's folder) reaches the CM here.
+    ::setenv("ROCEFAB_CM_SOCKET", control::cm_socket_path(control::runtime_directory(fabric), host).c_str(), 1);
     std::string path = libdir.string();
+    if (const fs::path rdmacm = libdir.parent_path() / "rdmacm"; fs::exists(rdmacm / "librdmacm.so.1"))
+        path += ":" + rdmacm.string();
     if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) path += std::string(":") + old;
     ::setenv("LD_LIBRARY_PATH", path.c_str(), 1);
     {

@@ -227,19 +227,6 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 // ---------------------------------------------------------------------------
 // IBVERBS_1.1 defaults the emulated NIC does not offer yet: they fail as a provider without them does.
 
-// rdma-core documents "0 or -1 with errno" for this one (it fails with -1
-// when a GID lookup fails); it leaves *ah_attr untouched on this path.
-int ibv_init_ah_from_wc(struct ibv_context *, uint8_t, struct ibv_wc *, struct ibv_grh *,
-			struct ibv_ah_attr *)
-{
-	return fail_minus_one(EOPNOTSUPP);
-}
-
-struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *, struct ibv_wc *, struct ibv_grh *, uint8_t)
-{
-	return static_cast<ibv_ah *>(fail_null_eopnotsupp());
-}
-
 int ibv_attach_mcast(struct ibv_qp *, const union ibv_gid *, uint16_t)
 {
 	return EOPNOTSUPP;

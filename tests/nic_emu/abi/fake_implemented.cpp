@@ -99,4 +99,13 @@ enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_DISABLED; }
 int ibv_dofork_range(void *, size_t) { return EOPNOTSUPP; }
 int ibv_dontfork_range(void *, size_t) { return EOPNOTSUPP; }
 
+int ibv_init_ah_from_wc(struct ibv_context *, uint8_t, struct ibv_wc *, struct ibv_grh *, struct ibv_ah_attr *)
+{
+	return fail_minus_one();
+}
+struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *, struct ibv_wc *, struct ibv_grh *, uint8_t)
+{
+	return static_cast<ibv_ah *>(fail_null());
+}
+
 } // extern "C"

@@ -1,0 +1,310 @@
+#include "control/cm/cm_server.hpp"
+
+#include "dataplane/log.hpp"
+#include "nic_emu/descriptor_passing.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace rocefab::control {
+
+namespace asio = boost::asio;
+
+struct cm_server::listener {
+    std::string host, path;
+    asio::posix::stream_descriptor socket;
+    listener(asio::io_context& io, std::string h, std::string p) : host(std::move(h)), path(std::move(p)), socket(io) {}
+};
+
+struct cm_server::gsi_watch {
+    std::size_t port;
+    nic::nic_node* nic;
+    asio::posix::stream_descriptor fd;
+    gsi_watch(asio::io_context& io, std::size_t p, nic::nic_node* n) : port(p), nic(n), fd(io, ::dup(n->gsi().notify_fd())) {}
+};
+
+// One event channel: requests and replies on `_socket`; events written to `_events`, the write
+// end of the program's channel socket, queued here while the program does not read them.
+class cm_server::session : public std::enable_shared_from_this<session> {
+public:
+    session(cm_server& server, int fd, std::uint64_t id, peer who, std::string host)
+        : _server(server), _socket(server._io, fd), _events(server._io), _id(id), _peer(std::move(who)),
+          _host(std::move(host)) {}
+
+    ~session() = default;
+
+    void start() { wait(); }
+
+    void deliver(const cm_protocol::event& e) {
+        if (!_events.is_open() || _closed) return;
+        if (_backlog.size() >= 4096) return; // a program that never reads loses events, not the daemon's memory
+        _backlog.push_back(e);
+        flush();
+    }
+
+    void close(sim_time now) {
+        if (_closed) return;
+        _closed = true;
+        _server._cm->close_session(_id, now);
+        _server._sessions.erase(_id);
+        boost::system::error_code ignored;
+        _socket.close(ignored);
+        _backlog.clear();
+        // The program may still have a thread blocked reading the channel (rping's does, while
+        // its main thread destroys the channel and exits): as with the kernel's ucma file, that
+        // read must not end with an error. The write end stays open until the program's end of
+        // the channel is gone (it then reads as end of file here).
+        if (!_events.is_open()) return;
+        _events.async_wait(asio::posix::stream_descriptor::wait_read,
+                           [self = shared_from_this()](const boost::system::error_code&) {
+                               boost::system::error_code ignored;
+                               self->_events.close(ignored);
+                           });
+    }
+
+private:
+    void wait() {
+        _socket.async_wait(asio::posix::stream_descriptor::wait_read,
+                           [self = shared_from_this()](const boost::system::error_code& error) {
+                               if (error) return;
+                               self->on_readable();
+                           });
+    }
+
+    void flush() {
+        while (!_backlog.empty()) {
+            const ssize_t sent =
+                ::send(_events.native_handle(), &_backlog.front(), sizeof(cm_protocol::event), MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (sent == static_cast<ssize_t>(sizeof(cm_protocol::event))) {
+                _backlog.pop_front();
+                continue;
+            }
+            if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                if (!_writing) {
+                    _writing = true;
+                    _events.async_wait(asio::posix::stream_descriptor::wait_write,
+                                       [self = shared_from_this()](const boost::system::error_code& error) {
+                                           self->_writing = false;
+                                           if (!error) self->flush();
+                                       });
+                }
+                return;
+            }
+            _backlog.clear(); // the program closed its channel
+            return;
+        }
+    }
+
+    void on_readable() {
+        cm_protocol::request request{};
+        const received_datagram got = receive_with_descriptors(_socket.native_handle(), &request, sizeof request, MSG_DONTWAIT);
+        if (got.length < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return wait();
+        int passed = got.fd_count > 0 ? got.fds[0] : -1;
+        for (std::size_t i = 1; i < got.fd_count; ++i) ::close(got.fds[i]);
+        const sim_time now = _server.now();
+        if (got.length <= 0) {
+            if (passed >= 0) ::close(passed);
+            close(now);
+            return;
+        }
+        cm_protocol::reply reply;
+        std::memset(&reply, 0, sizeof reply);
+        reply.magic_number = cm_protocol::magic;
+        if (got.length != static_cast<ssize_t>(sizeof request) || got.truncated || request.magic_number != cm_protocol::magic) {
+            reply.status = EINVAL;
+            if (passed >= 0) ::close(passed);
+        } else if (request.code == cm_protocol::op::hello) {
+            if (_greeted || passed < 0) {
+                reply.status = EINVAL;
+                if (passed >= 0) ::close(passed);
+            } else {
+                int type = 0;
+                socklen_t length = sizeof type;
+                if (::getsockopt(passed, SOL_SOCKET, SO_TYPE, &type, &length) != 0 || type != SOCK_SEQPACKET) {
+                    reply.status = EINVAL;
+                    ::close(passed);
+                } else {
+                    _events.assign(passed);
+                    _greeted = true;
+                    reply.channel_token =
+                        _server._cm->open_session(_id, {_host, static_cast<std::uint32_t>(_peer.uid), _peer.pid});
+                }
+            }
+        } else {
+            if (passed >= 0) ::close(passed);
+            if (!_greeted)
+                reply.status = EINVAL;
+            else
+                reply = _server._cm->handle(_id, request, now);
+        }
+        // A program that does not wait for its reply loses it; the daemon never blocks on it.
+        [[maybe_unused]] const ssize_t sent =
+            ::send(_socket.native_handle(), &reply, sizeof reply, MSG_DONTWAIT | MSG_NOSIGNAL);
+        // What the request set going (an address resolved now, a MAD to send) runs at once.
+        _server._cm->advance(now);
+        _server.rearm_timer();
+        wait();
+    }
+
+    cm_server& _server;
+    asio::posix::stream_descriptor _socket, _events;
+    std::uint64_t _id;
+    peer _peer;
+    std::string _host;
+    bool _greeted = false, _writing = false, _closed = false;
+    std::deque<cm_protocol::event> _backlog;
+};
+
+sim_time cm_server::now() const { return _fabric.driver().now(); }
+
+namespace {
+// Tests shorten the CM's timeouts through the daemon's environment; the defaults are the kernel's.
+cm::cm_timing timing_from_environment() {
+    cm::cm_timing t;
+    if (const char* v = std::getenv("ROCEFAB_CM_RESPONSE_TIMEOUT")) t.cm_response_timeout = static_cast<std::uint8_t>(std::atoi(v));
+    if (const char* v = std::getenv("ROCEFAB_CM_PACKET_LIFE_TIME")) t.packet_life_time = static_cast<std::uint8_t>(std::atoi(v));
+    if (const char* v = std::getenv("ROCEFAB_CM_MAX_RETRIES")) t.max_cm_retries = static_cast<std::uint8_t>(std::atoi(v));
+    return t;
+}
+} // namespace
+
+cm_server::cm_server(asio::io_context& io, fabric& fab, const std::string& runtime_dir, const access_policy& policy)
+    : _io(io), _fabric(fab), _policy(policy), _directory(runtime_dir + "/" + cm_directory_name), _timer(io) {
+    std::vector<cm::local_port> ports;
+    for (const auto& host : _fabric.topology().hosts) {
+        for (nic::nic_node* nic : _fabric.nics_of(host.name)) {
+            cm::local_port p;
+            p.host = host.name;
+            p.device = nic->spec().name;
+            p.gid = nic->gid(1);
+            p.ipv4 = p.gid.is_v4_mapped() ? p.gid.v4() : 0;
+            for (const auto& n : host.nics)
+                if (n.name == p.device) p.prefix_length = static_cast<std::uint8_t>(n.address.length);
+            p.node_guid = nic->node_guid();
+            const ibv_port_attr port = nic->port_attributes();
+            p.active_mtu = static_cast<std::uint8_t>(port.active_mtu);
+            p.max_rd_atomic = static_cast<std::uint8_t>(std::min(255, nic->device_attributes().max_qp_rd_atom));
+            ports.push_back(p);
+            _nics.push_back(nic);
+        }
+    }
+    cm::connection_manager::sinks out;
+    out.send_mad = [this](std::size_t port, const wire::ipv6_address& destination, std::uint32_t qpn,
+                          const std::array<std::uint8_t, cm::mad_size>& mad) {
+        nic::nic_node* nic = _nics[port];
+        realtime_driver* driver = &_fabric.driver();
+        driver->mail().post([nic, driver, destination, qpn, mad] {
+            nic->send_mad(destination, qpn, nic::gsi_qkey, mad, driver->now());
+        });
+    };
+    out.deliver = [this](std::uint64_t s, const cm_protocol::event& e) {
+        auto it = _sessions.find(s);
+        if (it == _sessions.end()) return;
+        if (auto sp = it->second.lock()) sp->deliver(e);
+    };
+    _cm = std::make_unique<cm::connection_manager>(std::move(ports), std::move(out), timing_from_environment(),
+                                                   static_cast<std::uint64_t>(::getpid()) ^ static_cast<std::uint64_t>(now()));
+
+    std::error_code error;
+    std::filesystem::create_directories(_directory, error);
+    if (error) throw std::runtime_error("cannot create " + _directory + ": " + error.message());
+    ::chmod(_directory.c_str(), 0755);
+    for (const auto& host : _fabric.topology().hosts) {
+        auto l = std::make_unique<listener>(io, host.name, cm_socket_path(runtime_dir, host.name));
+        const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        if (l->path.size() >= sizeof address.sun_path) {
+            ::close(fd);
+            throw std::runtime_error("socket path too long: " + l->path);
+        }
+        std::strcpy(address.sun_path, l->path.c_str());
+        ::unlink(l->path.c_str());
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+            const int e = errno;
+            ::close(fd);
+            throw std::runtime_error("cannot listen on " + l->path + ": " + std::strerror(e));
+        }
+        l->socket.assign(fd);
+        _policy.restrict_socket(l->path);
+        if (::listen(fd, 128) != 0) throw std::runtime_error("cannot listen on " + l->path + ": " + std::strerror(errno));
+        _listeners.push_back(std::move(l));
+    }
+    for (auto& l : _listeners) accept_next(*l);
+    for (std::size_t i = 0; i < _nics.size(); ++i) {
+        _gsi.push_back(std::make_unique<gsi_watch>(io, i, _nics[i]));
+        watch_gsi(*_gsi.back());
+    }
+    log::control().info("rdma_cm: {} NICs, programs connect at {}/HOST.sock", _nics.size(), _directory);
+}
+
+cm_server::~cm_server() {
+    for (auto& l : _listeners) ::unlink(l->path.c_str());
+}
+
+void cm_server::accept_next(listener& l) {
+    l.socket.async_wait(asio::posix::stream_descriptor::wait_read, [this, &l](const boost::system::error_code& error) {
+        if (error) return;
+        for (;;) {
+            const int fd = ::accept4(l.socket.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd < 0) break;
+            const std::optional<peer> who = peer_of(fd);
+            if (!who || !_policy.may_use(*who)) {
+                _refusals.log(log::control(), spdlog::level::warn, "rdma_cm: {} refused on {}: only {} may connect",
+                              who ? who->describe() : std::string("a process the kernel does not name"), l.host,
+                              _policy.describe());
+                ::close(fd);
+                continue;
+            }
+            if (_sessions.size() >= 16384) {
+                ::close(fd);
+                continue;
+            }
+            const std::uint64_t id = _next_session++;
+            auto s = std::make_shared<session>(*this, fd, id, *who, l.host);
+            _sessions[id] = s;
+            s->start();
+        }
+        accept_next(l);
+    });
+}
+
+void cm_server::watch_gsi(gsi_watch& w) {
+    w.fd.async_wait(asio::posix::stream_descriptor::wait_read, [this, &w](const boost::system::error_code& error) {
+        if (error) return;
+        w.nic->gsi().clear_notification();
+        nic::gsi_datagram d;
+        const sim_time t = now();
+        while (w.nic->gsi().pop(d)) _cm->receive(w.port, d, t);
+        _cm->advance(t);
+        rearm_timer();
+        watch_gsi(w);
+    });
+}
+
+void cm_server::rearm_timer() {
+    const sim_time next = _cm->next_deadline();
+    if (next == never) {
+        _timer.cancel();
+        return;
+    }
+    const sim_time wait = std::max<sim_time>(0, next - now());
+    _timer.expires_after(std::chrono::nanoseconds(wait));
+    _timer.async_wait([this](const boost::system::error_code& error) {
+        if (error) return;
+        _cm->advance(now());
+        rearm_timer();
+    });
+}
+
+} // namespace rocefab::control

@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""rdma_cm end to end: unmodified Debian binaries (rdmacm-utils, perftest -R) linked against
+librdmacm.so.1 run between two emulated hosts with our librdmacm and the daemon's CM; the CM's
+MADs cross the fabric on QP1 and decode in tshark.
+
+Run by meson (suite e2e) as:  /usr/bin/python3 rdma_cm_test.py BUILD_DIR SOURCE_DIR CASE
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fabric_e2e_test as fx  # noqa: E402  (reads BUILD and SOURCE from argv too)
+
+CM_CHECK = os.path.join(fx.BUILD, "tests", "e2e", "programs", "cm-connect-check")
+
+
+class cm_case(fx.fabric_case):
+    def pair(self, server_args, client_args, timeout=60, server_host="h1", client_host="h2", settle=0.5):
+        """Starts the server, then runs the client; returns (server (rc, out, err), client CompletedProcess)."""
+        server = self.start_on(server_host, *server_args)
+        time.sleep(settle)  # the server's rdma_listen is done well within this
+        try:
+            client = self.run_on(client_host, *client_args, timeout=timeout)
+        finally:
+            try:
+                out, err = server.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                out, err = server.communicate()
+        return (server.returncode, out, err), client
+
+
+class rping(cm_case):
+    def test_rping_1000_verified_pings_between_two_hosts(self):
+        (rc, out, err), client = self.pair(["rping", "-s", "-a", "10.0.0.1", "-C", "1000"],
+                                           ["rping", "-c", "-a", "10.0.0.1", "-C", "1000", "-v", "-V"])
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(rc, 0, out + err)
+        pings = re.findall(r"rdma-ping-(\d+): ", client.stdout)
+        self.assertEqual(len(pings), 1000, client.stdout[-500:])
+        self.assertEqual(pings[-1], "999")
+        self.assertNotIn("data verification failed", client.stdout + client.stderr)
+        self.assertIn("DISCONNECT EVENT", client.stdout + client.stderr)
+        counters = self.counters()
+        gsi = [n["counters"].get("gsi_rx_mads", 0) for n in counters["nics"]]
+        self.assertTrue(all(g >= 2 for g in gsi), gsi)  # REQ/RTU/DREQ one way, REP/DREP the other
+        # Each QP was ready before its peer could send to it: the passive side reaches RTS
+        # before its REP goes, the active side before its RTU.
+        self.assertEqual([n["counters"]["rx_qp_state_drops"] for n in counters["nics"]], [0, 0])
+
+
+class ucmatose(cm_case):
+    def test_ucmatose_connects_exchanges_and_disconnects(self):
+        (rc, out, err), client = self.pair(["ucmatose", "-b", "10.0.0.1"], ["ucmatose", "-s", "10.0.0.1"])
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("data transfers complete", client.stdout)
+        self.assertIn("return status 0", client.stdout)
+        self.assertIn("disconnected", out)
+
+    def test_ucmatose_several_connections(self):
+        (rc, out, err), client = self.pair(["ucmatose", "-b", "10.0.0.1", "-c", "4", "-C", "20"],
+                                           ["ucmatose", "-s", "10.0.0.1", "-c", "4", "-C", "20"])
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("return status 0", out)
+
+
+class udaddy(cm_case):
+    def test_udaddy_resolves_the_servers_qp_by_sidr_and_exchanges_datagrams(self):
+        (rc, out, err), client = self.pair(["udaddy", "-b", "10.0.0.1"], ["udaddy", "-s", "10.0.0.1"])
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("data transfers complete", client.stdout)
+        self.assertIn("sending replies", out)  # the server answers through AHs made from the datagrams
+        self.assertIn("return status 0", out)
+
+
+class rdma_server_client(cm_case):
+    def test_rdma_getaddrinfo_create_ep_and_the_rdma_verbs_helpers(self):
+        (rc, out, err), client = self.pair(["rdma_server", "-s", "10.0.0.1"], ["rdma_client", "-s", "10.0.0.1"])
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("rdma_client: end 0", client.stdout)
+        self.assertIn("rdma_server: end 0", out)
+
+
+class qperf_cm(cm_case):
+    """qperf talks to its server over TCP first, by the fabric address. Until each host has its own
+    network namespace, the test puts both programs in one private namespace that has both hosts'
+    addresses on its loopback (root only): the RDMA traffic still crosses the fabric."""
+
+    def test_qperf_rc_bw_and_rc_lat_with_rdma_cm(self):
+        probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            self.skipTest("no private network namespace here (unshare -n: %s)" % probe.stderr.strip())
+        port = str(fx.free_tcp_port())
+        script = """
+ip link set lo up && ip addr add 10.0.0.1/32 dev lo && ip addr add 10.0.0.2/32 dev lo || exit 3
+"$0" run --fabric "$1" --host h1 -- qperf -lp "$2" & server=$!
+sleep 0.5
+"$0" run --fabric "$1" --host h2 -- qperf -lp "$2" 10.0.0.1 -cm1 -t 1 rc_bw rc_lat; status=$?
+kill $server; wait $server 2>/dev/null
+exit $status
+"""
+        out = subprocess.run(["unshare", "-n", "sh", "-c", script, fx.ROCEFAB, self.name, port], capture_output=True,
+                             text=True, env=self.env, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertRegex(out.stdout, r"rc_bw:\s+bw\s+=\s+[\d.]+ [MG]B/sec")
+        self.assertRegex(out.stdout, r"rc_lat:\s+latency\s+=\s+[\d.]+ us")
+        counters = self.counters()
+        self.assertTrue(all(n["counters"]["port_xmit_data"] > 10**6 for n in counters["nics"]))
+
+
+class cm_errors(cm_case):
+    def test_connect_to_a_port_nobody_listens_on_is_rejected_invalid_service_id(self):
+        # The peer's CM answers a REQ for an unknown service ID with REJ reason 8 (IBA 12.6.7.2,
+        # cm.c cm_match_req); rdma_cm reports REJECTED with the reason as status.
+        out = self.run_on("h1", CM_CHECK, "10.0.0.2", "4999", "RDMA_CM_EVENT_REJECTED")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("event RDMA_CM_EVENT_ADDR_RESOLVED status 0", out.stdout)
+        self.assertIn("event RDMA_CM_EVENT_ROUTE_RESOLVED status 0", out.stdout)
+        self.assertIn("event RDMA_CM_EVENT_REJECTED status 8", out.stdout)
+
+    def test_an_address_nobody_has_on_the_subnet_is_an_address_error(self):
+        # No neighbour answers: ADDR_ERROR with -ETIMEDOUT once the resolve timeout passes.
+        start = time.monotonic()
+        out = self.run_on("h1", CM_CHECK, "10.0.0.77", "4999", "RDMA_CM_EVENT_ADDR_ERROR", "500")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("event RDMA_CM_EVENT_ADDR_ERROR status -110", out.stdout)
+        self.assertGreaterEqual(time.monotonic() - start, 0.5)
+
+    def test_rping_to_a_port_without_listener_fails(self):
+        out = self.run_on("h2", "rping", "-c", "-a", "10.0.0.1", "-p", "4998", "-C", "1")
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("RDMA_CM_EVENT_REJECTED", out.stdout + out.stderr)
+
+
+class cm_unreachable(cm_case):
+    """The CM's timeouts are the kernel's (a REQ is tried 16 times, 4.8 s apart); this fabric's
+    daemon gets short ones through its environment, so retries run out within a second."""
+
+    @classmethod
+    def setUpClass(cls):
+        os.environ["ROCEFAB_CM_RESPONSE_TIMEOUT"] = "15"   # 134 ms
+        os.environ["ROCEFAB_CM_PACKET_LIFE_TIME"] = "10"   # 4 ms
+        os.environ["ROCEFAB_CM_MAX_RETRIES"] = "3"
+        try:
+            super().setUpClass()
+        finally:
+            for k in ("ROCEFAB_CM_RESPONSE_TIMEOUT", "ROCEFAB_CM_PACKET_LIFE_TIME", "ROCEFAB_CM_MAX_RETRIES"):
+                del os.environ[k]
+
+    def test_a_req_nobody_answers_is_unreachable_after_the_retries(self):
+        # Off the subnet, the gateway (the switch) takes the frames, and nobody has the address.
+        out = self.run_on("h1", CM_CHECK, "10.9.9.9", "4999", "RDMA_CM_EVENT_UNREACHABLE")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("event RDMA_CM_EVENT_UNREACHABLE status -110", out.stdout)
+
+    def test_a_connect_over_a_down_link_is_unreachable(self):
+        down = self.rocefab("link", "--fabric", self.name, "h2/rfab0", "--down")
+        self.assertEqual(down.returncode, 0, down.stderr)
+        try:
+            out = self.run_on("h1", CM_CHECK, "10.0.0.2", "4999", "RDMA_CM_EVENT_UNREACHABLE")
+        finally:
+            self.rocefab("link", "--fabric", self.name, "h2/rfab0", "--up")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("event RDMA_CM_EVENT_UNREACHABLE status -110", out.stdout)
+
+
+class cm_capture(cm_case):
+    def test_the_cm_handshake_decodes_in_tshark_as_cm_mads(self):
+        pcap = os.path.join(self.runtime.name, "cm.pcap")
+        start = self.rocefab("capture", "--fabric", self.name, "h2/rfab0", "-w", pcap)
+        self.assertEqual(start.returncode, 0, start.stderr)
+        (rc, out, err), client = self.pair(["rping", "-s", "-a", "10.0.0.1", "-C", "3"],
+                                           ["rping", "-c", "-a", "10.0.0.1", "-C", "3", "-V"])
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        stop = self.rocefab("capture", "--fabric", self.name, "h2/rfab0", "--stop")
+        self.assertEqual(stop.returncode, 0, stop.stderr)
+        fields = subprocess.run(["tshark", "-r", pcap, "-Y", "infiniband.mad", "-T", "fields",
+                                 "-e", "infiniband.mad.attributeid", "-e", "infiniband.bth.destqp"],
+                                capture_output=True, text=True)
+        self.assertEqual(fields.returncode, 0, fields.stderr)
+        attributes = [l.split("\t")[0] for l in fields.stdout.splitlines() if l.strip()]
+        # REQ 0x10, REP 0x13, RTU 0x14, DREQ 0x15, DREP 0x16 (IBA 12.6.2), in that order of first sight.
+        seen = []
+        for a in attributes:
+            value = int(a, 0)
+            if value not in seen:
+                seen.append(value)
+        self.assertEqual(seen[:3], [0x10, 0x13, 0x14], attributes)
+        self.assertIn(0x15, seen)
+        self.assertIn(0x16, seen)
+        for line in fields.stdout.splitlines():
+            if line.strip():
+                self.assertEqual(int(line.split("\t")[1], 0), 1)  # to QP1, the GSI
+        verbose = subprocess.run(["tshark", "-r", pcap, "-V", "-Y", "infiniband.mad"], capture_output=True, text=True)
+        for message in ("CM ConnectRequest", "CM ConnectReply", "CM ReadyToUse", "CM DisconnectRequest",
+                        "CM DisconnectReply"):
+            self.assertIn(message, verbose.stdout)
+        self.assertNotIn("Malformed", verbose.stdout)
+        self.assertNotIn("Expert Info (Error", verbose.stdout)
+        self.assertNotIn("Expert Info (Warning", verbose.stdout)
+
+
+class perftest_cm(cm_case):
+    def perftest(self, program, *extra):
+        port = str(fx.free_tcp_port())
+        args = [program, "-R", "-d", "rfab0", "-p", port, *extra]
+        (rc, out, err), client = self.pair(args, [*args, "10.0.0.1"], timeout=120, settle=1.0)
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(rc, 0, out + err)
+        return client.stdout
+
+    def test_ib_send_bw_over_rdma_cm(self):
+        out = self.perftest("ib_send_bw", "-n", "200")
+        self.assertRegex(out, r"\n\s*65536\s+200\s+[\d.]+\s+[\d.]+")
+
+    def test_ib_write_lat_over_rdma_cm(self):
+        out = self.perftest("ib_write_lat", "-n", "200")
+        self.assertRegex(out, r"\n\s*2\s+200\s+[\d.]+")
+
+    def test_ib_read_bw_over_rdma_cm(self):
+        out = self.perftest("ib_read_bw", "-n", "200")
+        self.assertRegex(out, r"\n\s*65536\s+200\s+[\d.]+\s+[\d.]+")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)
