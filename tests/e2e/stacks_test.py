@@ -37,28 +37,7 @@ def require_program(name, package):
 
 
 class stacks_case(fabric_case):
-    """A fabric, and how its hosts reach each other's out-of-band sockets."""
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.addresses = {}
-
-    def address_of(self, host):
-        """What a program on another host connects to: the host's fabric address when each host
-        has a network of its own (rocefab run in a network namespace), else the machine's
-        loopback, which every host then shares."""
-        if host not in self.addresses:
-            inside = self.run_on(host, "readlink", "/proc/self/ns/net")
-            own_network = inside.returncode == 0 and inside.stdout.strip() != os.readlink("/proc/self/ns/net")
-            address = "127.0.0.1"
-            if own_network:
-                info = self.run_on(host, "ibv_devinfo", "-v")
-                found = re.search(r"GID\[\s*1\]:\s+::ffff:([\d.]+)", info.stdout)
-                self.assertIsNotNone(found, info.stdout + info.stderr)
-                address = found.group(1)
-            self.addresses[host] = address
-        return self.addresses[host]
+    """A fabric whose hosts reach each other's sockets at their fabric addresses (address_of)."""
 
     def nic_counters(self):
         return {n["host"] + "/" + n["nic"]: n["counters"] for n in self.counters()["nics"]}
