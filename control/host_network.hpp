@@ -6,9 +6,11 @@
 // RDMA frames still go through the emulated NICs and switch.
 //
 // The namespaces have no names (nothing in `ip netns`): the daemon holds them by descriptor, so
-// they vanish with it however it ends, and their veth pairs with them. `rocefab run` enters a
-// host's namespace through /proc/DAEMON_PID/fd/N, which only a process with the rights to read
-// the daemon's descriptors (root, for a root daemon) can open; others get the machine's network.
+// they vanish with it however it ends, and their veth pairs with them. A daemon not run as root
+// makes them inside a user namespace of its own (where the machine allows unprivileged user
+// namespaces). `rocefab run` enters a host's namespace through /proc/DAEMON_PID/fd/N, which only
+// a process with the rights to read the daemon's descriptors (root, or the daemon's own user)
+// can open; others get the machine's network.
 #pragma once
 
 #include "control/config/topology.hpp"
@@ -31,8 +33,9 @@ inline std::string host_interface_name(const std::string& nic, std::size_t index
 
 class host_network {
 public:
-    // Builds the namespaces when the daemon runs as root; otherwise, or when the machine refuses
-    // (no CAP_NET_ADMIN, no veth or bridge), there are none and `unavailable()` says why.
+    // Builds the namespaces (in a user namespace of the daemon's own when not root); when the
+    // machine refuses (no user namespaces, no veth or bridge, no iproute2), there are none and
+    // `unavailable()` says why.
     explicit host_network(const config::topology& topology);
     ~host_network();
     host_network(const host_network&) = delete;
@@ -40,14 +43,15 @@ public:
 
     const std::string& unavailable() const { return _unavailable; }
 
-    // {"pid": daemon pid, "hosts": {"h1": fd, ...}} or {"unavailable": "why"}: what `rocefab run`
-    // needs to enter a host's namespace.
+    // {"pid": daemon pid, "hosts": {"h1": fd, ...}, "user_namespace": fd (without root)} or
+    // {"unavailable": "why"}: what `rocefab run` needs to enter a host's namespace.
     nlohmann::json describe() const;
 
 private:
     std::string build(const config::topology& topology);
     void release();
 
+    int _user_fd = -1; // without root: the user namespace that owns the others
     int _bridge_fd = -1;
     std::map<std::string, int> _host_fds;
     std::string _unavailable;

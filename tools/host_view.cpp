@@ -23,10 +23,27 @@ std::string error_text(const std::string& what) { return what + ": " + std::stre
 
 // ---- network ---------------------------------------------------------------------------
 
-// The daemon holds the host's namespace as descriptor N; /proc/PID/fd/N opens it for whoever
-// may read the daemon's descriptors. The type check keeps a reused pid from sending us
-// elsewhere than into a network namespace.
-std::string enter_network(const host_view_request& request) {
+bool same_namespace(int a, int b) {
+    struct stat sa {}, sb {};
+    return a >= 0 && b >= 0 && ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_ino == sb.st_ino &&
+           sa.st_dev == sb.st_dev;
+}
+
+struct fd_closer {
+    int fd;
+    ~fd_closer() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+// The daemon holds the host's namespace as descriptor N (and, without root, the user namespace
+// that owns it as M); /proc/PID/fd/N opens it for whoever may read the daemon's descriptors.
+// Only a namespace owned by our own user namespace is entered, or by a child of it that our
+// own user made (a daemon of another user's could otherwise hand us a network it controls);
+// the type checks keep a reused pid from sending us anywhere else. `entered_user_namespace`
+// says whether we joined the daemon's user namespace (we then hold every capability in it).
+std::string enter_network(const host_view_request& request, bool& entered_user_namespace) {
+    entered_user_namespace = false;
     const auto& net = request.host_network;
     if (!net.is_object()) return "the daemon does not give hosts network namespaces";
     if (net.contains("unavailable")) return "the daemon gives hosts no network namespaces (" +
@@ -34,16 +51,33 @@ std::string enter_network(const host_view_request& request) {
     const auto hosts = net.find("hosts");
     if (hosts == net.end() || !hosts->contains(request.host) || !(*hosts)[request.host].is_number_integer())
         return "the daemon has no network namespace for " + request.host;
-    const std::string path = "/proc/" + std::to_string(net.value("pid", 0)) + "/fd/" +
-                             std::to_string((*hosts)[request.host].get<int>());
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return error_text("cannot open " + request.host + "'s network namespace");
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } closes{fd};
-    if (::ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) return path + " is not a network namespace";
-    if (::setns(fd, CLONE_NEWNET) != 0) return error_text("cannot enter " + request.host + "'s network namespace");
+    const std::string proc = "/proc/" + std::to_string(net.value("pid", 0)) + "/fd/";
+    const std::string path = proc + std::to_string((*hosts)[request.host].get<int>());
+    const fd_closer net_fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (net_fd.fd < 0) return error_text("cannot open " + request.host + "'s network namespace");
+    if (::ioctl(net_fd.fd, NS_GET_NSTYPE) != CLONE_NEWNET) return path + " is not a network namespace";
+    const fd_closer own_user{::open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC)};
+    const fd_closer net_owner{::ioctl(net_fd.fd, NS_GET_USERNS)};
+
+    fd_closer daemon_user{-1};
+    if (net.contains("user_namespace") && net["user_namespace"].is_number_integer()) {
+        const std::string user_path = proc + std::to_string(net["user_namespace"].get<int>());
+        daemon_user.fd = ::open(user_path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (daemon_user.fd < 0) return error_text("cannot open the fabric's user namespace");
+        uid_t owner = static_cast<uid_t>(-1);
+        const fd_closer parent{::ioctl(daemon_user.fd, NS_GET_PARENT)};
+        if (::ioctl(daemon_user.fd, NS_GET_NSTYPE) != CLONE_NEWUSER || !same_namespace(parent.fd, own_user.fd) ||
+            ::ioctl(daemon_user.fd, NS_GET_OWNER_UID, &owner) != 0 || owner != ::geteuid())
+            return "the fabric's user namespace is not one this user made";
+        if (!same_namespace(net_owner.fd, daemon_user.fd))
+            return request.host + "'s network namespace belongs to another user namespace";
+        if (::setns(daemon_user.fd, CLONE_NEWUSER) != 0)
+            return error_text("cannot enter the fabric's user namespace");
+        entered_user_namespace = true;
+    } else if (!same_namespace(net_owner.fd, own_user.fd)) {
+        return request.host + "'s network namespace belongs to another user namespace";
+    }
+    if (::setns(net_fd.fd, CLONE_NEWNET) != 0) return error_text("cannot enter " + request.host + "'s network namespace");
     return {};
 }
 
@@ -155,22 +189,31 @@ std::string build_dev(const host_view_request& request) {
 }
 
 // /sys/class/net and /sys/devices/virtual/net as the host's namespace has them: sysfs shows the
-// network namespace of whoever mounted it, and the machine's sysfs was mounted outside.
-std::string host_net_sysfs() {
-    const std::string staging = "/sys/class/.rocefab-host-sysfs";
-    if (::mkdir(staging.c_str(), 0700) != 0) return error_text("cannot create " + staging);
-    std::string problem;
-    if (::mount("sysfs", staging.c_str(), "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr) != 0)
-        problem = error_text("cannot mount the host's sysfs");
-    if (problem.empty()) {
-        ::umount2("/sys/class/net", MNT_DETACH);
-        if (::mount((staging + "/class/net").c_str(), "/sys/class/net", nullptr, MS_BIND, nullptr) != 0 ||
-            ::mount((staging + "/devices/virtual/net").c_str(), "/sys/devices/virtual/net", nullptr, MS_BIND,
-                    nullptr) != 0)
-            problem = error_text("cannot bind the host's /sys/class/net");
-        ::umount2(staging.c_str(), MNT_DETACH);
+// network namespace of whoever mounted it, and the machine's sysfs was mounted outside. A fresh
+// sysfs is mounted while /sys is still as the machine has it (inside a user namespace the
+// kernel mounts sysfs only where a complete one is visible), then its two net directories are
+// put in place once /sys/class is ours.
+constexpr const char* sysfs_staging = "/dev/.rocefab-host-sysfs";
+
+std::string stage_host_sysfs() {
+    if (::mkdir(sysfs_staging, 0700) != 0) return error_text(std::string("cannot create ") + sysfs_staging);
+    if (::mount("sysfs", sysfs_staging, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr) != 0) {
+        const std::string problem = error_text("cannot mount the host's sysfs");
+        ::rmdir(sysfs_staging);
+        return problem;
     }
-    ::rmdir(staging.c_str());
+    return {};
+}
+
+std::string place_host_sysfs() {
+    const std::string staging = sysfs_staging;
+    std::string problem;
+    if (::mkdir("/sys/class/net", 0755) != 0 ||
+        ::mount((staging + "/class/net").c_str(), "/sys/class/net", nullptr, MS_BIND, nullptr) != 0 ||
+        ::mount((staging + "/devices/virtual/net").c_str(), "/sys/devices/virtual/net", nullptr, MS_BIND, nullptr) != 0)
+        problem = error_text("cannot bind the host's /sys/class/net");
+    ::umount2(sysfs_staging, MNT_DETACH);
+    ::rmdir(sysfs_staging);
     return problem;
 }
 
@@ -221,7 +264,35 @@ std::string netdev_of(const host_view_request& request, const std::string& nic) 
     return {};
 }
 
+// ports/1/counters holds the IBA PortCounters the kernel shows (data in 4-byte words, IBA
+// 16.1.3.5); hw_counters the rest, under the mlx5 names the NIC counts them by.
+bool write_counters(const host_view_request& request, const std::string& nic, const std::string& port) {
+    if (!request.nic_counters.is_array()) return true;
+    for (const auto& entry : request.nic_counters) {
+        if (!entry.is_object() || entry.value("host", std::string()) != request.host ||
+            entry.value("nic", std::string()) != nic || !entry.contains("counters") || !entry["counters"].is_object())
+            continue;
+        if (!make_directories(port + "/counters") || !make_directories(port + "/hw_counters")) return false;
+        for (const auto& [key, value] : entry["counters"].items()) {
+            if (!value.is_number_unsigned()) continue;
+            std::uint64_t n = value.get<std::uint64_t>();
+            const bool pma = key == "port_xmit_packets" || key == "port_rcv_packets" || key == "port_xmit_data" ||
+                             key == "port_rcv_data" || key == "port_rcv_errors";
+            if (key == "port_xmit_data" || key == "port_rcv_data") n /= 4;
+            if (!write_file(port + (pma ? "/counters/" : "/hw_counters/") + key, std::to_string(n) + "\n"))
+                return false;
+        }
+    }
+    return true;
+}
+
 std::string build_device_tree(const host_view_request& request, bool in_host_network) {
+    // A device's name becomes a path: one that could leave /sys/class/infiniband is refused.
+    for (const attach::device_info& d : request.devices) {
+        const std::string name(d.name, strnlen(d.name, sizeof d.name));
+        if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+            return "the daemon names a device '" + name + "', which is not a file name";
+    }
     bool ok = make_directories("/sys/class/infiniband") && make_directories("/sys/class/infiniband_verbs") &&
               write_file("/sys/class/infiniband_verbs/abi_version", "6\n"); // IB_USER_VERBS_ABI_VERSION
     for (std::size_t i = 0; ok && i < request.devices.size(); ++i) {
@@ -258,6 +329,7 @@ std::string build_device_tree(const host_view_request& request, bool in_host_net
                  write_file(port + "/gid_attrs/types/" + std::to_string(g), "RoCE v2\n") &&
                  (netdev.empty() || write_file(port + "/gid_attrs/ndevs/" + std::to_string(g), netdev + "\n"));
         }
+        ok = ok && write_counters(request, name, port);
         const std::string uverbs = "/sys/class/infiniband_verbs/uverbs" + std::to_string(i);
         ok = ok && make_directories(uverbs) && write_file(uverbs + "/ibdev", name + "\n") &&
              write_file(uverbs + "/abi_version", "1\n") &&
@@ -271,9 +343,9 @@ std::string build_device_tree(const host_view_request& request, bool in_host_net
 }
 
 // A mount namespace of our own; without root, inside a user namespace where we keep our uid
-// and gid (the program runs with no capabilities, as before).
-std::string private_mount_namespace() {
-    if (::geteuid() == 0) {
+// and gid (the program runs with no capabilities, as before): the fabric's, when we joined it.
+std::string private_mount_namespace(bool in_user_namespace) {
+    if (::geteuid() == 0 || in_user_namespace) {
         if (::unshare(CLONE_NEWNS) != 0) return error_text("no private mount namespace");
     } else {
         const uid_t uid = ::geteuid();
@@ -292,21 +364,33 @@ std::string private_mount_namespace() {
 } // namespace
 
 std::string enter_host_view(const host_view_request& request) {
-    const std::string network_problem = enter_network(request);
+    bool in_user_namespace = false;
+    const std::string network_problem = enter_network(request, in_user_namespace);
     bool host_net = network_problem.empty();
 
-    std::string device_problem = private_mount_namespace();
+    std::string device_problem = private_mount_namespace(in_user_namespace);
     if (device_problem.empty()) device_problem = build_dev(request);
+    // Without the host's /sys/class/net the GIDs' netdev would name an interface /sys/class/net
+    // does not show, so the ndevs files go with it.
+    if (device_problem.empty() && host_net)
+        if (std::string problem = stage_host_sysfs(); !problem.empty()) {
+            host_net = false;
+            device_problem = problem;
+        }
     bool class_view = false;
     if (device_problem.empty()) {
-        device_problem = shadow_directory("/sys/class", {"infiniband", "infiniband_verbs"},
-                                          MS_NOSUID | MS_NODEV | MS_NOEXEC);
+        device_problem = host_net ? shadow_directory("/sys/class", {"infiniband", "infiniband_verbs", "net"},
+                                                     MS_NOSUID | MS_NODEV | MS_NOEXEC)
+                                  : shadow_directory("/sys/class", {"infiniband", "infiniband_verbs"},
+                                                     MS_NOSUID | MS_NODEV | MS_NOEXEC);
         class_view = device_problem.empty();
     }
-    // The host's /sys/class/net first: without it the GIDs' netdev would name an interface
-    // /sys/class/net does not show, so the ndevs files go with it.
+    if (host_net && !class_view) { // staged, but no /sys/class of ours to put it in
+        ::umount2(sysfs_staging, MNT_DETACH);
+        ::rmdir(sysfs_staging);
+    }
     if (class_view && host_net)
-        if (std::string problem = host_net_sysfs(); !problem.empty()) {
+        if (std::string problem = place_host_sysfs(); !problem.empty()) {
             host_net = false;
             device_problem = problem;
         }

@@ -14,7 +14,8 @@
 // /sys/class: a tmpfs holding recursive bind mounts of every class of the real one, plus
 // infiniband/DEV and infiniband_verbs/uverbsN laid out as the kernel's ib_core does, filled
 // from what the daemon answers the verbs library's hello (the values ibv_query_device,
-// ibv_query_port and ibv_query_gid return). Inside the host's network namespace a fresh sysfs
+// ibv_query_port and ibv_query_gid return), and the NIC's counters as of the program's start
+// (a tmpfs file cannot follow them; `rocefab show` does). Inside the host's network namespace a fresh sysfs
 // provides /sys/class/net, so the GID's netdev is found there.
 #pragma once
 
@@ -32,6 +33,7 @@ struct host_view_request {
     nlohmann::json host_entry;   // the host's entry of the topology (its NICs)
     nlohmann::json host_network; // the daemon's host_network::describe()
     std::vector<attach::device_info> devices; // in the order ibv_get_device_list gives them
+    nlohmann::json nic_counters; // `show`'s "nics" entries (host, nic, counters), when readable
 };
 
 // Enters the host's network namespace and a private mount namespace with the device view, in

@@ -234,6 +234,11 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
             for (std::uint32_t i = 0; i < std::min<std::uint32_t>(hello.hello.device_count, attach::max_devices); ++i)
                 view.devices.push_back(hello.hello.devices[i]);
     }
+    // Reading counters is for everyone who may attach; without them the view has no counters.
+    if (const auto counters = control::control_request(control::runtime_directory(fabric), {{"op", "show"}}, nullptr,
+                                                       request_timeout());
+        counters && counters->value("ok", false) && counters->contains("counters"))
+        view.nic_counters = (*counters)["counters"].value("nics", json());
     if (const std::string missing = tools::enter_host_view(view); !missing.empty())
         std::cerr << "rocefab: " << missing << "\n";
     std::vector<char*> argv;

@@ -1,6 +1,7 @@
 // How the project's test programs meet their peer before RDMA starts, as ibv_rc_pingpong does:
-// the server listens on loopback TCP `port` and takes one connection; the client connects to
-// `host`, retrying while the server is not listening yet. Plain sockets, no verbs: the programs
+// the server listens on TCP `port` on all of its host's addresses and takes one connection; the
+// client connects to `host` (the server host's fabric address, inside `rocefab run`), retrying
+// while the server is not listening yet. Plain sockets, no verbs: the programs
 // run on real hardware too.
 #pragma once
 
@@ -23,7 +24,8 @@ inline int tcp_rendezvous(const char* host, int port, bool server, int attempts,
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_port = htons(static_cast<std::uint16_t>(port));
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        // Any address, as ibv_rc_pingpong: clients on other hosts come in on the host's own.
+        a.sin_addr.s_addr = htonl(INADDR_ANY);
         const char* failed = bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ? "bind failed"
                              : listen(listener, 1) != 0                                     ? "listen failed"
                                                                                             : nullptr;
