@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -89,6 +90,69 @@ class nic_loopback(fabric_case):
         verbose = subprocess.run(["tshark", "-r", pcap, "-V"], capture_output=True, text=True)
         self.assertNotIn("Malformed", verbose.stdout)
         self.assertNotIn("Expert Info (Error", verbose.stdout)
+
+
+TWO_NICS_ON_H1 = """
+fabric: two-nics
+defaults:
+  link: { speed: 100G, delay: 1us, mtu: 4200 }
+switches:
+  - name: sw1
+hosts:
+  - name: h1
+    nics:
+      - { name: rfab0, address: 10.0.0.1/24 }
+      - { name: rfab1, address: 10.0.0.11/24 }
+links:
+  - { a: h1/rfab0, b: sw1/swp1 }
+  - { a: h1/rfab1, b: sw1/swp2 }
+"""
+
+
+class two_nics_of_one_host(nic_loopback):
+    """Two NICs of one host are two ports on the switch: between them, frames go over the cables
+    as wired, through the switch, and neither NIC loops anything back."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = tempfile.TemporaryDirectory(prefix="rocefab-two-nics-")
+        cls.config = os.path.join(cls.scratch.name, "two-nics.yaml")
+        with open(cls.config, "w") as f:
+            f.write(TWO_NICS_ON_H1)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.scratch.cleanup()
+
+    # Only this class's own test runs here, not the loopback ones it inherits the helpers of.
+    test_rc_uc_and_ud_pingpong_between_two_programs_on_one_nic = None
+    test_read_and_atomics_between_two_programs_on_one_nic = None
+    test_a_capture_on_the_nic_shows_looped_back_frames_and_tshark_decodes_them = None
+
+    def test_rc_pingpong_from_one_nic_to_the_other_crosses_the_switch(self):
+        shown = self.counters()
+        switch_before = sum(p["rx_packets"] for p in shown["switches"][0]["ports"])
+        port = str(free_tcp_port())
+        server = self.start_on("h1", "ibv_rc_pingpong", "-d", "rfab1", "-g", "1", "-n", "200", "-p", port)
+        deadline = time.monotonic() + 20
+        while True:
+            client = self.run_on("h1", "ibv_rc_pingpong", "-d", "rfab0", "-g", "1", "-n", "200", "-p", port,
+                                 "127.0.0.1")
+            if client.returncode == 0 or "Couldn't connect" not in client.stderr or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        out, err = server.communicate(timeout=120)
+        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
+        self.assertEqual(server.returncode, 0, out + err)
+        shown = self.counters()
+        nics = {n["nic"]: n["counters"] for n in shown["nics"] if n["host"] == "h1"}
+        self.assertEqual(nics["rfab0"]["loopback_packets"], 0)
+        self.assertEqual(nics["rfab1"]["loopback_packets"], 0)
+        self.assertGreaterEqual(nics["rfab1"]["port_rcv_packets"], 200)
+        switch_after = sum(p["rx_packets"] for p in shown["switches"][0]["ports"])
+        self.assertGreaterEqual(switch_after - switch_before, 400)
 
 
 if __name__ == "__main__":
