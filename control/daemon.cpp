@@ -102,8 +102,8 @@ json link_request(fabric& fab, const json& request) {
 class control_server {
 public:
     control_server(asio::io_context& io, fabric& fab, const host_network& network, const std::string& path,
-                   const access_policy& policy)
-        : _io(io), _fabric(fab), _network(network), _policy(policy), _acceptor(io), _pause(io) {
+                   const access_policy& policy, const cm_server* rdma_cm = nullptr)
+        : _io(io), _fabric(fab), _network(network), _policy(policy), _rdma_cm(rdma_cm), _acceptor(io), _pause(io) {
         ::unlink(path.c_str());
         _acceptor.open(stream());
         _acceptor.bind(stream::endpoint(path));
@@ -200,6 +200,7 @@ private:
                          {"host_network", _network.describe()}};
             } else if (op == "show") {
                 reply = {{"ok", true}, {"counters", _fabric.counters()}};
+                if (_rdma_cm) reply["counters"]["cm"] = _rdma_cm->counters();
             } else if (op == "capture") {
                 const std::string endpoint = request.value("endpoint", "");
                 if (request.value("stop", false)) {
@@ -238,6 +239,7 @@ private:
     fabric& _fabric;
     const host_network& _network;
     const access_policy& _policy;
+    const cm_server* _rdma_cm; // its counters join the fabric's in `show`
     stream::acceptor _acceptor;
     asio::steady_timer _pause;
     std::size_t _connections = 0;
@@ -307,7 +309,8 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
             const session_limits limits{fab->topology().daemon.max_sessions, fab->topology().daemon.max_sessions_per_user};
             attach = std::make_unique<attach_server>(io, *fab, runtime_dir, *policy, limits);
             rdma_cm = std::make_unique<cm_server>(io, *fab, runtime_dir, *policy);
-            control = std::make_unique<control_server>(io, *fab, network, runtime_dir + "/" + control_socket_name, *policy);
+            control = std::make_unique<control_server>(io, *fab, network, runtime_dir + "/" + control_socket_name, *policy,
+                                                       rdma_cm.get());
         } catch (const std::exception& e) {
             log::daemon().critical("cannot open the fabric's sockets: {}", e.what());
             tell(ready_fd, std::string("cannot open the fabric's sockets: ") + e.what());

@@ -248,6 +248,17 @@ cm_server::cm_server(asio::io_context& io, fabric& fab, const std::string& runti
     log::control().info("rdma_cm: {} NICs, programs connect at {}/HOST.sock", _nics.size(), _directory);
 }
 
+nlohmann::json cm_server::counters() const {
+    nlohmann::json out;
+    const cm::cm_counters& c = _cm->counters();
+#define ROCEFAB_CM_COUNTER_JSON(name) out[#name] = c.name;
+    ROCEFAB_CM_COUNTERS(ROCEFAB_CM_COUNTER_JSON)
+#undef ROCEFAB_CM_COUNTER_JSON
+    out["ids"] = _cm->ids();
+    out["channels"] = _sessions.size();
+    return out;
+}
+
 cm_server::~cm_server() {
     for (auto& l : _listeners) ::unlink(l->path.c_str());
 }

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <memory>
@@ -31,6 +32,9 @@ public:
     // Throws std::runtime_error when a socket cannot be made.
     cm_server(boost::asio::io_context& io, fabric& fab, const std::string& runtime_dir, const access_policy& policy);
     ~cm_server();
+
+    // The CM's counters and how many ids it holds, for `rocefab show` (io thread).
+    nlohmann::json counters() const;
 
 private:
     class session;

@@ -26,6 +26,8 @@ const char* state_name(cm_state s) {
 // The CMA's limits on a REQ's and REP's private data for IP services (rdma_cma.h).
 inline constexpr std::size_t req_user_private = 92 - sizeof(cma_header); // 56
 inline constexpr std::size_t sidr_req_user_private = 216 - sizeof(cma_header);
+// CMA_CM_MRA_SETTING's service timeout: 4.096 us * 2^24, about 69 s.
+inline constexpr std::uint8_t mra_service_timeout = 24;
 
 struct connection_manager::cm_id {
     std::uint32_t handle = 0;
@@ -54,6 +56,8 @@ struct connection_manager::cm_id {
     int backlog = 0;
     // The MAD being retried, and when the next try (or the failure) is due.
     std::optional<cm_mad> outstanding;
+    // What answers a duplicate of the peer's last message (the MRA of a REQ): sent again as is.
+    std::optional<cm_mad> last_reply;
     sim_time deadline = never;
     sim_time retry_interval = 0;
     int retries_left = 0;
@@ -669,6 +673,7 @@ void connection_manager::on_req(std::size_t port, const nic::gsi_datagram& d, co
     for (auto& [h, id] : _ids) {
         if (id->remote_comm_id == remote_comm && id->remote_ca_guid == remote_guid && id->listener) {
             if (id->state == cm_state::rep_sent && id->outstanding) send_to(*id->port, id->dgid, 1, *id->outstanding);
+            else if (id->state == cm_state::req_received && id->last_reply) send_to(*id->port, id->dgid, 1, *id->last_reply);
             return;
         }
     }
@@ -743,6 +748,17 @@ void connection_manager::on_req(std::size_t port, const nic::gsi_datagram& d, co
                          d.source_gid.to_string(), listener->handle);
     event(made, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m.private_data.data() + sizeof(cma_header), req_user_private,
           listener->handle, &conn);
+    // cma.c cma_ib_req_handler: the program answers later, so the CM tells the peer at once to
+    // wait (MRA with CMA_CM_MRA_SETTING's service timeout, 24), instead of retrying its REQ.
+    cm_mad mra;
+    set_header(mra, attribute::mra, made.transaction_id);
+    auto& a = mra.as<mra_msg>();
+    a.local_comm_id.store(made.local_comm_id);
+    a.remote_comm_id.store(made.remote_comm_id);
+    a.message_mraed = static_cast<std::uint8_t>(static_cast<std::uint8_t>(message_kind::req) << 6);
+    a.service_timeout = static_cast<std::uint8_t>(mra_service_timeout << 3);
+    made.last_reply = mra;
+    send_to(port, made.dgid, 1, mra);
     (void)now;
 }
 
@@ -828,12 +844,16 @@ void connection_manager::on_rej(const cm_mad& mad, sim_time) {
 void connection_manager::on_mra(const cm_mad& mad, sim_time now) {
     const auto& m = mad.as<mra_msg>();
     cm_id* id = find_by_comm_id(m.remote_comm_id.load());
-    if (!id || !id->outstanding) {
+    const auto mraed = static_cast<message_kind>(m.message_mraed >> 6);
+    if (!id || !id->outstanding || !((id->state == cm_state::req_sent && mraed == message_kind::req) ||
+                                     (id->state == cm_state::rep_sent && mraed == message_kind::rep))) {
         ++_counters.mads_unmatched;
         return;
     }
-    // IBA 12.6.6: the peer needs longer; the next try waits its service timeout.
-    id->deadline = now + 2 * cm_time(_timing.packet_life_time) + cm_time(m.service_timeout >> 3);
+    // IBA 12.6.6 (cm.c cm_mra_handler): the peer needs longer; the next try waits its service
+    // timeout plus the packet life.
+    id->deadline = now + cm_time(m.service_timeout >> 3) + cm_time(_timing.packet_life_time);
+    id->retry_interval = id->deadline - now;
 }
 
 void connection_manager::on_dreq(std::size_t port, const nic::gsi_datagram& d, const cm_mad& mad, sim_time now) {

@@ -132,6 +132,18 @@ protected:
         return id;
     }
 
+    // A connection up on both sides: returns {active, passive}.
+    std::pair<std::uint32_t, std::uint32_t> establish(std::uint16_t port) {
+        listen_on(port);
+        const std::uint32_t active = connect_to(port);
+        const auto request_event = take(server);
+        request(server, cm_protocol::op::accept, request_event.id, [](cm_protocol::request& r) { r.conn.qp_num = 0x456; });
+        EXPECT_EQ(take(client).type, cm_protocol::internal_connect_response);
+        request(client, cm_protocol::op::accept, active); // the RTU
+        EXPECT_EQ(take(server).type, RDMA_CM_EVENT_ESTABLISHED);
+        return {active, request_event.id};
+    }
+
     cm_protocol::event take(connection_manager::session_id s) {
         auto& q = events_[s];
         if (q.empty()) {
@@ -222,6 +234,78 @@ TEST_F(cm_fixture, a_connection_goes_req_rep_rtu_and_both_sides_agree_on_qpns_an
     EXPECT_EQ(take(client).type, RDMA_CM_EVENT_DISCONNECTED);
     EXPECT_EQ(cm_->state_of(active), cm_state::timewait);
     EXPECT_EQ(cm_->counters().connections_established, 2u);
+}
+
+TEST_F(cm_fixture, the_passive_sides_mra_keeps_the_active_side_from_retrying_while_the_program_decides) {
+    listen_on(7471);
+    const std::uint32_t active = connect_to(7471);
+    const auto request_event = take(server);
+    ASSERT_EQ(request_event.type, RDMA_CM_EVENT_CONNECT_REQUEST);
+    const sim_time per_try = 2 * cm_time(timing_.packet_life_time) + cm_time(timing_.cm_response_timeout);
+    pass_time(per_try * (timing_.max_cm_retries + 2)); // longer than all the REQ's tries
+    EXPECT_EQ(cm_->counters().mads_retransmitted, 0u);
+    EXPECT_EQ(cm_->state_of(active), cm_state::req_sent);
+    EXPECT_TRUE(events_[client].empty());
+    EXPECT_EQ(request(server, cm_protocol::op::accept, request_event.id,
+                      [](cm_protocol::request& r) { r.conn.qp_num = 0x456; })
+                  .status,
+              0);
+    EXPECT_EQ(take(client).type, cm_protocol::internal_connect_response);
+}
+
+TEST_F(cm_fixture, both_sides_disconnecting_at_once_each_get_disconnected) {
+    const auto [active, passive] = establish(7471);
+    // Both DREQs leave before either arrives.
+    cm_protocol::request r;
+    std::memset(&r, 0, sizeof r);
+    r.magic_number = cm_protocol::magic;
+    r.code = cm_protocol::op::disconnect;
+    r.id = active;
+    cm_->handle(client, r, now_);
+    r.id = passive;
+    cm_->handle(server, r, now_);
+    carry();
+    EXPECT_EQ(take(client).type, RDMA_CM_EVENT_DISCONNECTED);
+    EXPECT_EQ(take(server).type, RDMA_CM_EVENT_DISCONNECTED);
+    EXPECT_EQ(cm_->state_of(active), cm_state::timewait);
+    EXPECT_EQ(cm_->state_of(passive), cm_state::timewait);
+}
+
+TEST_F(cm_fixture, a_dreq_nobody_answers_still_ends_in_disconnected_after_the_retries) {
+    const auto [active, passive] = establish(7471);
+    (void)passive;
+    lose_ = 1000;
+    request(client, cm_protocol::op::disconnect, active);
+    EXPECT_TRUE(events_[client].empty());
+    const sim_time per_try = 2 * cm_time(timing_.packet_life_time) + cm_time(timing_.cm_response_timeout);
+    pass_time(per_try * (timing_.max_cm_retries + 1));
+    EXPECT_EQ(take(client).type, RDMA_CM_EVENT_DISCONNECTED);
+    EXPECT_EQ(cm_->state_of(active), cm_state::timewait);
+}
+
+TEST_F(cm_fixture, a_program_that_dies_connected_disconnects_its_peer) {
+    const auto [active, passive] = establish(7471);
+    (void)active;
+    cm_->close_session(client, now_);
+    carry();
+    EXPECT_EQ(take(server).type, RDMA_CM_EVENT_DISCONNECTED);
+    EXPECT_EQ(cm_->state_of(passive), cm_state::dreq_received);
+    EXPECT_FALSE(cm_->state_of(active));
+}
+
+TEST_F(cm_fixture, a_rejected_request_reaches_the_active_side_with_the_private_data) {
+    listen_on(7471);
+    connect_to(7471);
+    const auto request_event = take(server);
+    EXPECT_EQ(request(server, cm_protocol::op::reject, request_event.id, [](cm_protocol::request& r) {
+                  r.conn.private_data_len = 3;
+                  std::memcpy(r.conn.private_data, "no!", 3);
+              }).status,
+              0);
+    const auto e = take(client);
+    EXPECT_EQ(e.type, RDMA_CM_EVENT_REJECTED);
+    EXPECT_EQ(e.status, 28); // consumer defined
+    EXPECT_EQ(std::memcmp(e.conn.private_data, "no!", 3), 0);
 }
 
 TEST_F(cm_fixture, a_req_for_a_port_nobody_listens_on_is_rejected_with_invalid_service_id) {
