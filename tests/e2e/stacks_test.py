@@ -290,6 +290,34 @@ class libfabric(stacks_case):
     def test_fi_pingpong_rdm_over_verbs_ofi_rxd(self):
         self.pingpong("verbs;ofi_rxd", "rdm")
 
+    def test_completion_queues_as_deep_as_ofi_rxm_asks(self):
+        # ofi_rxm sizes its CQ for a universe of peers (262144 entries) and fails its endpoint
+        # when the device refuses; a ConnectX reports max_cqe 4194303 and accepts up to it.
+        if subprocess.run(["/usr/bin/python3", "-c", "import pyverbs"], capture_output=True).returncode != 0:
+            self.skipTest("pyverbs is not installed (Debian package python3-pyverbs)")
+        script = """
+import errno
+from pyverbs.device import Context
+from pyverbs.cq import CQ
+from pyverbs.pyverbs_error import PyverbsRDMAError
+ctx = Context(name='rfab0')
+max_cqe = ctx.query_device().max_cqe
+print('max_cqe', max_cqe)
+for depth in (262144, max_cqe):
+    cq = CQ(ctx, depth)
+    print('created', depth)
+    cq.close()
+try:
+    CQ(ctx, max_cqe + 1)
+    print('created beyond max_cqe')
+except PyverbsRDMAError as e:
+    print('beyond max_cqe', errno.errorcode.get(e.error_code, e.error_code))
+"""
+        out = self.run_on("h1", "/usr/bin/python3", "-c", script)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertEqual(out.stdout.split("\n"), ["max_cqe 4194303", "created 262144", "created 4194303",
+                                                   "beyond max_cqe EINVAL", ""])
+
 
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)
