@@ -43,6 +43,7 @@ public:
     ~session() = default;
 
     void start() { wait(); }
+    uid_t uid() const { return _peer.uid; }
 
     void deliver(const cm_protocol::event& e) {
         if (!_events.is_open() || _closed) return;
@@ -277,7 +278,14 @@ void cm_server::accept_next(listener& l) {
                 ::close(fd);
                 continue;
             }
-            if (_sessions.size() >= 16384) {
+            // Bounds as the attach server's: in all, and per user so that one cannot starve the others.
+            std::size_t of_user = 0;
+            for (const auto& [n, w] : _sessions)
+                if (auto sp = w.lock(); sp && sp->uid() == who->uid) ++of_user;
+            if (_sessions.size() >= max_channels || of_user >= max_channels_per_user) {
+                _refusals.log(log::control(), spdlog::level::warn,
+                              "rdma_cm: {} refused on {}: {} channels open ({} of this user); the limits are {} and {}",
+                              who->describe(), l.host, _sessions.size(), of_user, max_channels, max_channels_per_user);
                 ::close(fd);
                 continue;
             }

@@ -29,6 +29,8 @@ inline std::string cm_socket_path(const std::string& runtime_dir, const std::str
 
 class cm_server {
 public:
+    static constexpr std::size_t max_channels = 16384, max_channels_per_user = 1024;
+
     // Throws std::runtime_error when a socket cannot be made.
     cm_server(boost::asio::io_context& io, fabric& fab, const std::string& runtime_dir, const access_policy& policy);
     ~cm_server();

@@ -92,6 +92,13 @@ std::optional<cm_state> connection_manager::state_of(std::uint32_t handle) const
     return it->second->state;
 }
 
+connection_manager::cm_id& connection_manager::add_id(std::unique_ptr<cm_id> id) {
+    cm_id& made = *id;
+    ++_sessions[made.session].ids;
+    _ids[made.handle] = std::move(id);
+    return made;
+}
+
 connection_manager::cm_id* connection_manager::find(std::uint32_t handle) {
     auto it = _ids.find(handle);
     return it == _ids.end() ? nullptr : it->second.get();
@@ -309,7 +316,7 @@ void connection_manager::fill_route(const cm_id& id, cm_protocol::route_info& ro
 int connection_manager::connect(cm_id& id, const cm_protocol::request& r, sim_time now) {
     if (id.state != cm_state::route_resolved) return EINVAL;
     const cm_protocol::conn_params& c = r.conn;
-    const std::size_t limit = id.port_space == RDMA_PS_UDP ? sidr_req_user_private : req_user_private;
+    const std::size_t limit = id.qp_type == IBV_QPT_UD ? sidr_req_user_private : req_user_private;
     if (c.private_data_len > limit) return EINVAL;
     const local_port& me = _ports[*id.port];
     id.local_comm_id = _next_comm_id++;
@@ -329,7 +336,7 @@ int connection_manager::connect(cm_id& id, const cm_protocol::request& r, sim_ti
     // Per try: twice the packet life plus the peer's response time (cm.c, cm_send_req).
     const sim_time timeout = 2 * cm_time(_timing.packet_life_time) + cm_time(_timing.cm_response_timeout);
     cm_mad mad;
-    if (id.port_space == RDMA_PS_UDP) {
+    if (id.qp_type == IBV_QPT_UD) { // RDMA_PS_UDP and RDMA_PS_IPOIB: SIDR (cma.c cma_resolve_ib_udp)
         set_header(mad, attribute::sidr_req, id.transaction_id);
         auto& m = mad.as<sidr_req_msg>();
         m.request_id.store(id.local_comm_id);
@@ -701,6 +708,8 @@ void connection_manager::on_req(std::size_t port, const nic::gsi_datagram& d, co
         ++_counters.req_rejected_no_listener;
         return reject_now(reject_reason::invalid_service_id);
     }
+    if (_ids.size() >= 65536 || _sessions[listener->session].ids >= max_ids_per_channel)
+        return reject_now(reject_reason::no_resources);
     auto id = std::make_unique<cm_id>();
     id->handle = _next_handle++;
     id->session = listener->session;
@@ -742,8 +751,7 @@ void connection_manager::on_req(std::size_t port, const nic::gsi_datagram& d, co
     conn.rnr_retry_count = id->rnr_retry_count;
     conn.srq = id->srq;
     conn.qp_num = id->remote_qpn;
-    cm_id& made = *id;
-    _ids[made.handle] = std::move(id);
+    cm_id& made = add_id(std::move(id));
     log::control().debug("cm id {}: REQ for port {} from {} -> listener {}", made.handle, port_number,
                          d.source_gid.to_string(), listener->handle);
     event(made, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m.private_data.data() + sizeof(cma_header), req_user_private,
@@ -930,6 +938,8 @@ void connection_manager::on_sidr_req(std::size_t port, const nic::gsi_datagram& 
     const auto port_number = static_cast<std::uint16_t>(service & 0xffff);
     cm_id* listener = dst == _ports[port].ipv4 ? find_listener(port, port_space, port_number, dst) : nullptr;
     if (!listener) return sidr_reject(sidr_status::service_id_not_supported);
+    if (_ids.size() >= 65536 || _sessions[listener->session].ids >= max_ids_per_channel)
+        return sidr_reject(sidr_status::rejected);
     auto id = std::make_unique<cm_id>();
     id->handle = _next_handle++;
     id->session = listener->session;
@@ -948,8 +958,7 @@ void connection_manager::on_sidr_req(std::size_t port, const nic::gsi_datagram& 
     id->remote_comm_id = m.request_id.load();
     id->transaction_id = mad.header.transaction_id.load();
     id->state = cm_state::sidr_req_received;
-    cm_id& made = *id;
-    _ids[made.handle] = std::move(id);
+    cm_id& made = add_id(std::move(id));
     event(made, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m.private_data.data() + sizeof(cma_header), sidr_req_user_private,
           listener->handle);
 }
@@ -965,10 +974,9 @@ void connection_manager::on_sidr_rep(const cm_mad& mad, sim_time) {
     id->deadline = never;
     if (m.status != static_cast<std::uint8_t>(sidr_status::valid)) {
         transition(*id, cm_state::unreachable, "SIDR_REP not valid");
-        // cma.c cma_sidr_rep_handler: a status that is not valid is UNREACHABLE, status -ECONNREFUSED... as
-        // the kernel gives it: the SIDR status, made negative for "rejected".
-        return event(*id, RDMA_CM_EVENT_UNREACHABLE, m.status == 2 ? -ECONNREFUSED : -EINVAL, m.private_data.data(),
-                     m.private_data.size());
+        // cma.c cma_ib_handler: a SIDR_REP that is not valid is UNREACHABLE with the SIDR status
+        // itself (IBA 12.11.2 Table 117: 1 no such service, 2 rejected, 3 no QP, ...).
+        return event(*id, RDMA_CM_EVENT_UNREACHABLE, m.status, m.private_data.data(), m.private_data.size());
     }
     id->remote_qpn = m.qpn.high();
     id->remote_qkey = m.qkey.load();
@@ -1055,13 +1063,13 @@ int connection_manager::create_id(session_id session, const cm_protocol::request
     if (r.port_space != RDMA_PS_TCP && r.port_space != RDMA_PS_UDP && r.port_space != RDMA_PS_IPOIB)
         return EPROTONOSUPPORT;
     if (r.qp_type != IBV_QPT_RC && r.qp_type != IBV_QPT_UD && r.qp_type != IBV_QPT_UC) return EINVAL;
-    if (_ids.size() >= 65536) return ENOMEM;
+    if (_ids.size() >= 65536 || _sessions[session].ids >= max_ids_per_channel) return ENOMEM;
     auto id = std::make_unique<cm_id>();
     id->handle = handle = _next_handle++;
     id->session = session;
     id->port_space = r.port_space;
     id->qp_type = static_cast<ibv_qp_type>(r.qp_type);
-    _ids[handle] = std::move(id);
+    add_id(std::move(id));
     return 0;
 }
 
@@ -1112,6 +1120,7 @@ void connection_manager::destroy(cm_id& id, sim_time now) {
     }
     log::control().debug("cm id {}: destroyed in {}", id.handle, state_name(id.state));
     (void)now;
+    if (auto s = _sessions.find(id.session); s != _sessions.end() && s->second.ids) --s->second.ids;
     _ids.erase(id.handle);
 }
 
@@ -1120,6 +1129,9 @@ int connection_manager::migrate(cm_id& id, session_id from, std::uint64_t token)
     for (auto& [s, state] : _sessions) {
         if (state.token != token) continue;
         if (state.who.uid != me.uid || state.who.pid != me.pid || state.who.host != me.host) return EPERM;
+        if (state.ids >= max_ids_per_channel) return ENOMEM;
+        --_sessions[from].ids;
+        ++state.ids;
         id.session = s;
         return 0;
     }

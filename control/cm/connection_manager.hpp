@@ -115,6 +115,9 @@ public:
         std::int32_t pid = 0;
     };
 
+    // What one event channel may hold, so that one program cannot take every id from the others.
+    static constexpr std::uint32_t max_ids_per_channel = 4096;
+
     connection_manager(std::vector<local_port> ports, sinks out, cm_timing timing = {}, std::uint64_t seed = 1);
     ~connection_manager();
 
@@ -139,7 +142,9 @@ private:
     struct session_state {
         owner who;
         std::uint64_t token = 0;
+        std::uint32_t ids = 0; // a channel holds at most max_ids_per_channel
     };
+    cm_id& add_id(std::unique_ptr<cm_id> id);
 
     int create_id(session_id session, const cm_protocol::request& r, std::uint32_t& handle);
     void destroy(cm_id& id, sim_time now);

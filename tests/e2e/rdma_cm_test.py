@@ -132,6 +132,12 @@ class cm_errors(cm_case):
         self.assertIn("event RDMA_CM_EVENT_ROUTE_RESOLVED status 0", out.stdout)
         self.assertIn("event RDMA_CM_EVENT_REJECTED status 8", out.stdout)
 
+    def test_a_sidr_request_for_a_port_nobody_listens_on_is_unreachable_with_the_sidr_status(self):
+        # SIDR_REP status 1, "service ID not supported" (IBA 12.11.2), as the kernel's cma passes it on.
+        out = self.run_on("h1", CM_CHECK, "10.0.0.2", "4999", "RDMA_CM_EVENT_UNREACHABLE", "2000", "udp")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("event RDMA_CM_EVENT_UNREACHABLE status 1", out.stdout)
+
     def test_an_address_nobody_has_on_the_subnet_is_an_address_error(self):
         # No neighbour answers: ADDR_ERROR with -ETIMEDOUT once the resolve timeout passes.
         start = time.monotonic()
@@ -176,6 +182,30 @@ class cm_unreachable(cm_case):
             self.rocefab("link", "--fabric", self.name, "h2/rfab0", "--up")
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         self.assertIn("event RDMA_CM_EVENT_UNREACHABLE status -110", out.stdout)
+
+
+    def test_a_link_down_for_a_while_delays_the_connect_until_a_retried_req_gets_through(self):
+        before = self.counters()["cm"]  # the class's other tests share the fabric
+        server = self.start_on("h1", "rping", "-s", "-a", "10.0.0.1", "-C", "10")
+        time.sleep(0.5)
+        down = self.rocefab("link", "--fabric", self.name, "h2/rfab0", "--down")
+        self.assertEqual(down.returncode, 0, down.stderr)
+        start = time.monotonic()
+        client = self.start_on("h2", "rping", "-c", "-a", "10.0.0.1", "-C", "10", "-v", "-V")
+        time.sleep(0.4)  # the first REQ (and maybe a retry) is lost on the way
+        up = self.rocefab("link", "--fabric", self.name, "h2/rfab0", "--up")
+        self.assertEqual(up.returncode, 0, up.stderr)
+        out, err = client.communicate(timeout=60)
+        elapsed = time.monotonic() - start
+        server_out, server_err = server.communicate(timeout=60)
+        self.assertEqual(client.returncode, 0, out + err)
+        self.assertEqual(server.returncode, 0, server_out + server_err)
+        self.assertEqual(len(re.findall(r"rdma-ping-\d+: ", out)), 10)
+        self.assertGreaterEqual(elapsed, 0.4)
+        cm = self.counters()["cm"]
+        self.assertGreaterEqual(cm["mads_retransmitted"] - before["mads_retransmitted"], 1)
+        self.assertEqual(cm["connect_timeouts"], before["connect_timeouts"])
+        self.assertEqual(cm["connections_established"] - before["connections_established"], 2)
 
 
 class cm_capture(cm_case):

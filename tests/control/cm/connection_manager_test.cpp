@@ -308,6 +308,50 @@ TEST_F(cm_fixture, a_rejected_request_reaches_the_active_side_with_the_private_d
     EXPECT_EQ(std::memcmp(e.conn.private_data, "no!", 3), 0);
 }
 
+TEST_F(cm_fixture, sidr_finds_the_listeners_qp_or_says_the_service_is_not_supported) {
+    const std::uint32_t listener = request(server, cm_protocol::op::create_id, 0, [](cm_protocol::request& r) {
+                                       r.port_space = RDMA_PS_UDP;
+                                       r.qp_type = IBV_QPT_UD;
+                                   }).id;
+    request(server, cm_protocol::op::bind_addr, listener, [](cm_protocol::request& r) { address(r.source, 0, 7000); });
+    EXPECT_EQ(request(server, cm_protocol::op::listen, listener).status, 0);
+    const auto resolve_and_connect = [&](std::uint16_t port) {
+        const std::uint32_t id = request(client, cm_protocol::op::create_id, 0, [](cm_protocol::request& r) {
+                                     r.port_space = RDMA_PS_UDP;
+                                     r.qp_type = IBV_QPT_UD;
+                                 }).id;
+        connect_port_ = port;
+        request(client, cm_protocol::op::resolve_addr, id, [](cm_protocol::request& r) {
+            r.port_space = RDMA_PS_UDP;
+            address(r.destination, 0x0a000002, connect_port_);
+        });
+        EXPECT_EQ(take(client).type, RDMA_CM_EVENT_ADDR_RESOLVED);
+        request(client, cm_protocol::op::resolve_route, id);
+        EXPECT_EQ(take(client).type, RDMA_CM_EVENT_ROUTE_RESOLVED);
+        EXPECT_EQ(request(client, cm_protocol::op::connect, id).status, 0);
+        return id;
+    };
+    resolve_and_connect(7000);
+    const auto request_event = take(server);
+    ASSERT_EQ(request_event.type, RDMA_CM_EVENT_CONNECT_REQUEST);
+    EXPECT_EQ(request(server, cm_protocol::op::accept, request_event.id, [](cm_protocol::request& r) {
+                  r.conn.qp_num = 0x789;
+                  r.conn.qkey = RDMA_UDP_QKEY;
+              }).status,
+              0);
+    const auto established = take(client);
+    EXPECT_EQ(established.type, RDMA_CM_EVENT_ESTABLISHED);
+    EXPECT_EQ(established.ud.qp_num, 0x789u);
+    EXPECT_EQ(established.ud.qkey, static_cast<std::uint32_t>(RDMA_UDP_QKEY));
+    EXPECT_EQ(established.ud.ah_attr.grh.sgid_index, 1);
+    EXPECT_EQ(cm_->counters().sidr_resolved, 1u);
+
+    resolve_and_connect(7001);
+    const auto refused = take(client);
+    EXPECT_EQ(refused.type, RDMA_CM_EVENT_UNREACHABLE);
+    EXPECT_EQ(refused.status, 1); // SIDR status: service ID not supported
+}
+
 TEST_F(cm_fixture, a_req_for_a_port_nobody_listens_on_is_rejected_with_invalid_service_id) {
     listen_on(7471);
     const std::uint32_t active = connect_to(7472);
@@ -350,6 +394,22 @@ TEST_F(cm_fixture, a_program_cannot_touch_another_channels_id) {
     EXPECT_EQ(request(stranger, cm_protocol::op::destroy_id, listener).status, EINVAL);
     EXPECT_EQ(request(client, cm_protocol::op::listen, listener).status, EINVAL);
     EXPECT_EQ(cm_->state_of(listener), cm_state::listening);
+}
+
+TEST_F(cm_fixture, one_channel_cannot_take_every_id) {
+    for (std::uint32_t i = 0; i < connection_manager::max_ids_per_channel; ++i)
+        ASSERT_EQ(cm_->handle(stranger, [] {
+                      cm_protocol::request r{};
+                      r.code = cm_protocol::op::create_id;
+                      r.port_space = RDMA_PS_TCP;
+                      r.qp_type = IBV_QPT_RC;
+                      return r;
+                  }(), now_).status,
+                  0);
+    EXPECT_EQ(request(stranger, cm_protocol::op::create_id, 0).status, ENOMEM);
+    EXPECT_EQ(request(client, cm_protocol::op::create_id, 0).status, 0); // others still can
+    cm_->close_session(stranger, now_);
+    EXPECT_EQ(cm_->ids(), 1u);
 }
 
 TEST_F(cm_fixture, malformed_mads_are_dropped_and_counted) {

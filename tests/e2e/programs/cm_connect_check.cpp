@@ -1,7 +1,8 @@
 // Connects to ADDRESS:PORT with the real <rdma/rdma_cma.h> API, as any rdma_cm program does,
 // and prints every event it gets with its status, then exits 0 when the last one is EXPECTED:
-//   cm-connect-check ADDRESS PORT EXPECTED_EVENT [timeout_ms]
-// e.g. "cm-connect-check 10.0.0.2 4999 RDMA_CM_EVENT_REJECTED" for a port nobody listens on.
+//   cm-connect-check ADDRESS PORT EXPECTED_EVENT [timeout_ms [udp]]
+// e.g. "cm-connect-check 10.0.0.2 4999 RDMA_CM_EVENT_REJECTED" for a port nobody listens on;
+// with "udp", a UD id in RDMA_PS_UDP, whose connect is a SIDR_REQ.
 // Also checks that the event channel's descriptor works with poll(), as rping's does.
 #include <rdma/rdma_cma.h>
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     const int timeout = argc > 4 ? std::atoi(argv[4]) : 2000;
+    const bool udp = argc > 5 && std::string(argv[5]) == "udp";
     sockaddr_in dst{};
     dst.sin_family = AF_INET;
     dst.sin_port = htons(static_cast<std::uint16_t>(std::atoi(argv[2])));
@@ -46,7 +48,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     rdma_cm_id* id = nullptr;
-    if (rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP)) return 2;
+    if (rdma_create_id(channel, &id, nullptr, udp ? RDMA_PS_UDP : RDMA_PS_TCP)) return 2;
     if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), timeout)) {
         std::printf("rdma_resolve_addr: %s\n", std::strerror(errno));
         return 2;
@@ -66,7 +68,7 @@ int main(int argc, char** argv) {
         ibv_qp_init_attr attr{};
         attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
         attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
-        attr.qp_type = IBV_QPT_RC;
+        attr.qp_type = udp ? IBV_QPT_UD : IBV_QPT_RC;
         if (rdma_create_qp(id, nullptr, &attr)) {
             std::printf("rdma_create_qp: %s\n", std::strerror(errno));
             return 2;
