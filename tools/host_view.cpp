@@ -51,7 +51,8 @@ std::string enter_network(const host_view_request& request, bool& entered_user_n
     const auto hosts = net.find("hosts");
     if (hosts == net.end() || !hosts->contains(request.host) || !(*hosts)[request.host].is_number_integer())
         return "the daemon has no network namespace for " + request.host;
-    const std::string proc = "/proc/" + std::to_string(net.value("pid", 0)) + "/fd/";
+    if (!net.contains("pid") || !net["pid"].is_number_integer()) return "the daemon did not say which process it is";
+    const std::string proc = "/proc/" + std::to_string(net["pid"].get<long long>()) + "/fd/";
     const std::string path = proc + std::to_string((*hosts)[request.host].get<int>());
     const fd_closer net_fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (net_fd.fd < 0) return error_text("cannot open " + request.host + "'s network namespace");

@@ -239,8 +239,14 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
                                                        request_timeout());
         counters && counters->value("ok", false) && counters->contains("counters"))
         view.nic_counters = (*counters)["counters"].value("nics", json());
-    if (const std::string missing = tools::enter_host_view(view); !missing.empty())
-        std::cerr << "rocefab: " << missing << "\n";
+    std::string missing;
+    try {
+        missing = tools::enter_host_view(view);
+    } catch (const std::exception& e) {
+        // A reply of an unexpected shape: the program still runs, on the machine's view.
+        missing = view.host + " runs without its host view: the daemon's reply was not understood (" + e.what() + ")";
+    }
+    if (!missing.empty()) std::cerr << "rocefab: " << missing << "\n";
     std::vector<char*> argv;
     for (auto& a : program) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -94,16 +94,28 @@ def net_namespaces_of(pid):
     return held
 
 
-def referenced_net_namespaces():
-    """Every network namespace some process is in or holds a descriptor of."""
-    seen = set()
+def live_namespaces_with(inodes, macs):
+    """Of the network namespaces some process is in or holds a descriptor of, those numbered as
+    one of `inodes` that still carry an interface with one of `macs`. The kernel hands a freed
+    namespace's number to the next new namespace at once (other fabrics on the machine make
+    them too), so a number alone does not say the namespace lived on: our MACs do."""
+    found = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            seen.add(os.readlink("/proc/%s/ns/net" % pid))
-            seen |= net_namespaces_of(int(pid))
+            paths = ["/proc/%s/ns/net" % pid] + ["/proc/%s/fd/%s" % (pid, fd) for fd in os.listdir("/proc/%s/fd" % pid)]
         except OSError:
             continue
-    return seen
+        for path in paths:
+            try:
+                target = os.readlink(path)
+            except OSError:
+                continue
+            if target not in inodes:
+                continue
+            links = subprocess.run(["nsenter", "--net=" + path, "ip", "-o", "link"], capture_output=True, text=True)
+            if any(mac in links.stdout for mac in macs):
+                found.add(target)
+    return found
 
 
 @unittest.skipUnless(os.geteuid() == 0, "compares the machine's /dev, /sys and links as root sees them")
@@ -220,20 +232,43 @@ class device_view(host_view_case):
 
 
 class nothing_left_behind(host_view_case):
+    # MACs no other fabric on the machine uses, to know its namespaces from ones that reuse
+    # their numbers.
+    tag = "02:5e:%02x:%02x" % (os.getpid() >> 8 & 0xff, os.getpid() & 0xff)
+    macs = (tag + ":00:01", tag + ":00:02")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = tempfile.TemporaryDirectory(prefix="rocefab-left-behind-")
+        cls.config = os.path.join(cls.scratch.name, "two-hosts-tagged.yaml")
+        with open(TWO_HOSTS) as f:
+            text = f.read()
+        text = text.replace("address: 10.0.0.1/24 }", "address: 10.0.0.1/24, mac: \"%s\" }" % cls.macs[0])
+        text = text.replace("address: 10.0.0.2/24 }", "address: 10.0.0.2/24, mac: \"%s\" }" % cls.macs[1])
+        with open(cls.config, "w") as f:
+            f.write(text)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.scratch.cleanup()
+
     def test_namespaces_die_with_the_daemon_and_the_machine_is_as_before(self):
         # A fabric of its own, killed outright: nothing may keep its hosts' namespaces alive.
         other = self.name + "-k"
-        up = self.rocefab("up", TWO_HOSTS, "--name", other)
+        up = self.rocefab("up", self.config, "--name", other)
         self.assertEqual(up.returncode, 0, up.stdout + up.stderr)
         with open(os.path.join(self.runtime.name, other, "daemon.pid")) as f:
             pid = int(f.read())
         held = net_namespaces_of(pid)
         self.assertEqual(len(held), 3, "a namespace per host and the bridge's")
+        self.assertEqual(len(live_namespaces_with(held, self.macs)), 2, "the check sees the hosts' namespaces")
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.assertFalse(held & referenced_net_namespaces(), "a namespace outlived its daemon")
+        self.assertFalse(live_namespaces_with(held, self.macs), "a host's namespace outlived its daemon")
         # And this class's own fabric, run and then taken down the ordinary way.
         run = self.run_on("h1", "ibv_devices")
         self.assertEqual(run.returncode, 0, run.stderr)
@@ -241,7 +276,7 @@ class nothing_left_behind(host_view_case):
         self.assertEqual(len(held), 3)
         down = self.rocefab("down", "--fabric", self.name)
         self.assertEqual(down.returncode, 0, down.stderr)
-        self.assertFalse(held & referenced_net_namespaces(), "a namespace outlived `rocefab down`")
+        self.assertFalse(live_namespaces_with(held, self.macs), "a host's namespace outlived `rocefab down`")
         self.assertEqual(machine_state(), self.before)
         # tearDownClass takes it down again: bring it back so that it has something to do.
         up = self.rocefab("up", self.config, "--name", self.name)
