@@ -283,7 +283,7 @@ private:
             return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_channel(ctx, handle); });
         case op::create_cq: {
             const std::uint32_t cqe = request.create_cq.cqe, channel = request.create_cq.channel;
-            if (cqe == 0 || cqe > hw::max_queue_depth) {
+            if (cqe == 0 || cqe > hw::max_cqe) {
                 a->reply.status = EINVAL;
                 return respond(a);
             }

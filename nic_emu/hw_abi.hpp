@@ -19,7 +19,10 @@ inline constexpr std::uint32_t abi_version = 1;
 
 inline constexpr std::uint32_t max_sge = 16;
 inline constexpr std::uint32_t max_inline_data = 256;
-inline constexpr std::uint32_t max_queue_depth = 16384; // max_qp_wr and max_cqe
+inline constexpr std::uint32_t max_queue_depth = 16384; // max_qp_wr and max_srq_wr
+// max_cqe as a ConnectX-5/6 reports it (2^22 - 1): stacks size CQs for every peer they may have
+// (libfabric's ofi_rxm asks 262144 entries). A ring's memory is only touched where CQEs land.
+inline constexpr std::uint32_t max_cqe = (1u << 22) - 1;
 inline constexpr std::uint32_t cache_line = 64;
 
 struct ring_header {

@@ -127,7 +127,7 @@ ibv_device_attr nic_node::device_attributes() const {
     a.max_sge = static_cast<int>(hw::max_sge);
     a.max_sge_rd = static_cast<int>(hw::max_sge);
     a.max_cq = static_cast<int>(limits::max_cq);
-    a.max_cqe = static_cast<int>(hw::max_queue_depth);
+    a.max_cqe = static_cast<int>(hw::max_cqe);
     a.max_mr = static_cast<int>(limits::max_mr);
     a.max_pd = static_cast<int>(limits::max_pd);
     a.max_qp_rd_atom = 16;

@@ -215,6 +215,8 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
     const std::string socket = control::attach_socket_path(control::runtime_directory(fabric), host);
     ::setenv(attach::socket_env, socket.c_str(), 1);
     ::setenv(attach::host_env, host.c_str(), 1);
+    // What the program starts through rocefab-launch (mpirun's daemons) lands on this fabric.
+    ::setenv("ROCEFAB_FABRIC", fabric.c_str(), 1);
     // librdmacm.so.1 (nic_emu/rdmacm, beside the verbs library's folder) reaches the CM here.
     ::setenv("ROCEFAB_CM_SOCKET", control::cm_socket_path(control::runtime_directory(fabric), host).c_str(), 1);
     std::string path = libdir.string();

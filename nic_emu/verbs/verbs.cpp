@@ -622,7 +622,7 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
 
 rf_cq* rocefab::verbs::create_cq_object(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                                         int comp_vector) {
-    if (cqe < 1 || static_cast<std::uint32_t>(cqe) > hw::max_queue_depth || comp_vector < 0 ||
+    if (cqe < 1 || static_cast<std::uint32_t>(cqe) > hw::max_cqe || comp_vector < 0 ||
         comp_vector >= context->num_comp_vectors) {
         errno = EINVAL;
         return nullptr;
