@@ -443,6 +443,15 @@ TEST_F(cm_fixture, binding_a_port_in_use_fails_and_port_zero_takes_an_ephemeral_
               EADDRNOTAVAIL); // h1's address, not h2's
 }
 
+TEST_F(cm_fixture, a_loopback_address_binds_to_the_hosts_first_device_as_the_kernels_cma_does) {
+    // libfabric's verbs provider finds the devices by binding passive ids to 127.0.0.1.
+    const std::uint32_t id = request(server, cm_protocol::op::create_id, 0).id;
+    EXPECT_EQ(request(server, cm_protocol::op::bind_addr, id,
+                      [](cm_protocol::request& r) { address(r.source, 0x7f000001, 0); })
+                  .status,
+              0);
+}
+
 TEST_F(cm_fixture, an_address_nobody_has_is_an_address_error_after_the_timeout) {
     const std::uint32_t id = request(client, cm_protocol::op::create_id, 0).id;
     request(client, cm_protocol::op::resolve_addr, id, [](cm_protocol::request& r) {
