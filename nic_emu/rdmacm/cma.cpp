@@ -870,7 +870,12 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
         if (sync) rdma_destroy_event_channel(channel);
         return set_errno(e);
     }
-    // rdma-core: events not yet acknowledged must be, before the id moves (it waits for them).
+    // rdma-core: the event a synchronous id still holds is acknowledged here (rdma_create_ep's
+    // ids are synchronous, and libfabric migrates them); then the rest must be, before the id moves.
+    if (p->sync && id->event) {
+        rdma_ack_cm_event(id->event);
+        id->event = nullptr;
+    }
     {
         std::unique_lock lock(p->lock);
         p->cond.wait(lock, [&] { return p->events_completed >= p->events_reported; });
@@ -884,8 +889,39 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
 
 // ---- rdma_getaddrinfo and endpoints (librdmacm/addrinfo.c, cma.c rdma_create_ep) ---------------
 
+// No node and no service: the addresses come from the hints alone, as rdma-core's copies them
+// (libfabric's verbs provider passes the peer's address that way).
+static int addrinfo_from_hints(const rdma_addrinfo& hints, rdma_addrinfo** res) {
+    auto* out = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
+    if (!out) return set_errno(ENOMEM);
+    out->ai_flags = hints.ai_flags;
+    out->ai_family = hints.ai_family ? hints.ai_family : AF_INET;
+    out->ai_port_space = hints.ai_port_space ? hints.ai_port_space : RDMA_PS_TCP;
+    out->ai_qp_type = hints.ai_qp_type ? hints.ai_qp_type : out->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
+    auto copy = [](const sockaddr* from, socklen_t length, sockaddr*& to, socklen_t& to_length) {
+        if (!from || !length) return true;
+        to = static_cast<sockaddr*>(std::calloc(1, length));
+        if (!to) return false;
+        std::memcpy(to, from, length);
+        to_length = length;
+        return true;
+    };
+    if (!copy(hints.ai_src_addr, hints.ai_src_len, out->ai_src_addr, out->ai_src_len) ||
+        !copy(hints.ai_dst_addr, hints.ai_dst_len, out->ai_dst_addr, out->ai_dst_len)) {
+        rdma_freeaddrinfo(out);
+        return set_errno(ENOMEM);
+    }
+    *res = out;
+    return 0;
+}
+
 int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints, rdma_addrinfo** res) {
-    if (!res || (!node && !service)) return set_errno(EINVAL);
+    if (!res) return set_errno(EINVAL);
+    if (!node && !service) {
+        if (!hints || (!hints->ai_src_len && !hints->ai_dst_len)) return set_errno(EINVAL);
+        if (hints->ai_family == AF_IB) return set_errno(EAFNOSUPPORT);
+        return addrinfo_from_hints(*hints, res);
+    }
     addrinfo ai_hints{};
     ai_hints.ai_family = hints && hints->ai_family ? hints->ai_family : AF_INET;
     if (ai_hints.ai_family == AF_IB) return set_errno(EAFNOSUPPORT);

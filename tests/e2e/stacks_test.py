@@ -327,9 +327,9 @@ except PyverbsRDMAError as e:
 
 class libfabric_rdma_cm(fi_pingpong_case):
     """libfabric's verbs provider over rdma_cm: MSG endpoints, and ofi_rxm on top of them. Not yet
-    in tests/e2e/meson.build: our librdmacm refuses rdma_bind_addr(127.0.0.1) on the passive probe
-    fi_pingpong's server makes, fails rdma_getaddrinfo(NULL, NULL, hints) and blocks in
-    rdma_migrate_id of a synchronous id (README, "Not yet")."""
+    in tests/e2e/meson.build: the loopback bind of fi_pingpong's passive probe, rdma_getaddrinfo
+    from hints alone and the event a synchronous id holds in rdma_migrate_id are mended as
+    rdma-core does them, but both runs still fail to connect (README, "Not yet")."""
 
     def test_fi_pingpong_msg_over_verbs(self):
         self.pingpong("verbs", "msg")
