@@ -299,6 +299,29 @@ void print_switch_port(const json& port) {
     }
 }
 
+// The fabric's connection manager: its nonzero counters, then its ids in the manner of iproute2's
+// `rdma resource show cm_id`.
+void print_rdma_cm(const json& cm) {
+    bool active = false;
+    for (const auto& [key, value] : cm.items()) active |= value.is_number_unsigned() && value.get<std::uint64_t>() != 0;
+    if (!active) return;
+    std::printf("\nrdma_cm (nonzero counters)\n");
+    for (const auto& [key, value] : cm.items())
+        if (value.is_number_unsigned() && value.get<std::uint64_t>())
+            std::printf("  %-30s %16llu\n", key.c_str(), static_cast<unsigned long long>(value.get<std::uint64_t>()));
+    if (!cm.contains("cm_ids") || cm["cm_ids"].empty()) return;
+    std::printf("  %-8s %-8s %8s  %-17s %-5s %-21s %-21s %8s\n", "host", "device", "pid", "state", "ps", "src-addr",
+                "dst-addr", "qpn");
+    for (const auto& id : cm["cm_ids"]) {
+        const std::string source = id["src_addr"].get<std::string>() + ":" + std::to_string(number(id, "src_port"));
+        const std::string destination = id["dst_addr"].get<std::string>() + ":" + std::to_string(number(id, "dst_port"));
+        std::printf("  %-8s %-8s %8lld  %-17s %-5s %-21s %-21s %8llu\n", id["host"].get<std::string>().c_str(),
+                    id["device"].get<std::string>().c_str(), static_cast<long long>(id.value("pid", 0)),
+                    id["state"].get<std::string>().c_str(), id["ps"].get<std::string>().c_str(), source.c_str(),
+                    destination.c_str(), number(id, "qpn"));
+    }
+}
+
 void print_counters(const json& counters) {
     std::printf("fabric %s\n", counters.value("fabric", std::string()).c_str());
     for (const auto& sw : counters["switches"]) {
@@ -320,6 +343,7 @@ void print_counters(const json& counters) {
             if (value.get<std::uint64_t>())
                 std::printf("  %-30s %16llu\n", key.c_str(), static_cast<unsigned long long>(value.get<std::uint64_t>()));
     }
+    if (counters.contains("cm")) print_rdma_cm(counters["cm"]);
     std::printf("\nlinks\n  %-24s %12s %16s %10s %10s %10s %10s %10s\n", "link", "tx_frames", "tx_bytes", "drops",
                 "lost", "corrupted", "duplicated", "reordered");
     for (const auto& l : counters["links"]) {

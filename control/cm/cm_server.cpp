@@ -5,11 +5,13 @@
 
 #include <boost/asio/post.hpp>
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <rdma/rdma_cma.h>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -249,6 +251,26 @@ cm_server::cm_server(asio::io_context& io, fabric& fab, const std::string& runti
     log::control().info("rdma_cm: {} NICs, programs connect at {}/HOST.sock", _nics.size(), _directory);
 }
 
+namespace {
+// As iproute2's rdma tool names them.
+const char* port_space_name(std::uint16_t ps) {
+    switch (ps) {
+    case RDMA_PS_TCP: return "TCP";
+    case RDMA_PS_UDP: return "UDP";
+    case RDMA_PS_IPOIB: return "IPOIB";
+    case RDMA_PS_IB: return "IB";
+    }
+    return "?";
+}
+
+std::string ipv4_text(std::uint32_t host_order) {
+    const in_addr a{htonl(host_order)};
+    char text[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &a, text, sizeof text);
+    return text;
+}
+} // namespace
+
 nlohmann::json cm_server::counters() const {
     nlohmann::json out;
     const cm::cm_counters& c = _cm->counters();
@@ -257,6 +279,19 @@ nlohmann::json cm_server::counters() const {
 #undef ROCEFAB_CM_COUNTER_JSON
     out["ids"] = _cm->ids();
     out["channels"] = _sessions.size();
+    out["cm_ids"] = nlohmann::json::array();
+    for (const auto& id : _cm->list_ids())
+        out["cm_ids"].push_back({{"host", id.host},
+                                 {"device", id.device},
+                                 {"uid", id.uid},
+                                 {"pid", id.pid},
+                                 {"state", cm::state_name(id.state)},
+                                 {"ps", port_space_name(id.port_space)},
+                                 {"src_addr", ipv4_text(id.source_ip)},
+                                 {"src_port", id.source_port},
+                                 {"dst_addr", ipv4_text(id.destination_ip)},
+                                 {"dst_port", id.destination_port},
+                                 {"qpn", id.qpn}});
     return out;
 }
 

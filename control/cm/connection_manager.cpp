@@ -92,6 +92,29 @@ std::optional<cm_state> connection_manager::state_of(std::uint32_t handle) const
     return it->second->state;
 }
 
+std::vector<connection_manager::id_summary> connection_manager::list_ids() const {
+    std::vector<id_summary> out;
+    out.reserve(_ids.size());
+    for (const auto& [handle, id] : _ids) {
+        id_summary s;
+        if (auto it = _sessions.find(id->session); it != _sessions.end()) {
+            s.host = it->second.who.host;
+            s.uid = it->second.who.uid;
+            s.pid = it->second.who.pid;
+        }
+        if (id->port) s.device = _ports[*id->port].device;
+        s.state = id->state;
+        s.port_space = id->port_space;
+        s.source_ip = id->source_ip;
+        s.destination_ip = id->destination_ip;
+        s.source_port = id->source_port;
+        s.destination_port = id->destination_port;
+        s.qpn = id->local_qpn;
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
 connection_manager::cm_id& connection_manager::add_id(std::unique_ptr<cm_id> id) {
     cm_id& made = *id;
     ++_sessions[made.session].ids;

@@ -134,6 +134,20 @@ public:
 
     const cm_counters& counters() const { return _counters; }
     std::size_t ids() const { return _ids.size(); }
+
+    // One id as the operator lists it (iproute2's `rdma resource show cm_id`): who holds it, its
+    // state and its addresses. A script waits on it for a server to listen before its client starts.
+    struct id_summary {
+        std::string host, device; // device: empty until the id is bound to a NIC
+        std::uint32_t uid = 0;
+        std::int32_t pid = 0;
+        cm_state state = cm_state::idle;
+        std::uint16_t port_space = 0;
+        std::uint32_t source_ip = 0, destination_ip = 0; // host order
+        std::uint16_t source_port = 0, destination_port = 0;
+        std::uint32_t qpn = 0;
+    };
+    std::vector<id_summary> list_ids() const;
     // Test access: the state of id `handle`.
     std::optional<cm_state> state_of(std::uint32_t handle) const;
 

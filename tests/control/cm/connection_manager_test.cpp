@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cstring>
 #include <deque>
@@ -463,6 +464,31 @@ TEST_F(cm_fixture, an_address_nobody_has_is_an_address_error_after_the_timeout) 
     const auto e = take(client);
     EXPECT_EQ(e.type, RDMA_CM_EVENT_ADDR_ERROR);
     EXPECT_EQ(e.status, -ETIMEDOUT);
+}
+
+TEST_F(cm_fixture, the_id_list_shows_who_listens_and_who_is_connected_with_their_addresses) {
+    EXPECT_TRUE(cm_->list_ids().empty());
+    const auto [active, passive] = establish(7471);
+    (void)active;
+    (void)passive;
+    const auto ids = cm_->list_ids();
+    ASSERT_EQ(ids.size(), 3u); // the listener, and the two ends of the connection
+    const auto listener = std::find_if(ids.begin(), ids.end(), [](const auto& id) { return id.state == cm_state::listening; });
+    ASSERT_NE(listener, ids.end());
+    EXPECT_EQ(listener->host, "h2");
+    EXPECT_EQ(listener->pid, 100);
+    EXPECT_EQ(listener->source_port, 7471);
+    EXPECT_EQ(listener->source_ip, 0u); // the wildcard: no device yet
+    EXPECT_EQ(listener->device, "");
+    EXPECT_EQ(listener->port_space, RDMA_PS_TCP);
+    const auto client_end = std::find_if(ids.begin(), ids.end(), [](const auto& id) { return id.host == "h1"; });
+    ASSERT_NE(client_end, ids.end());
+    EXPECT_EQ(client_end->state, cm_state::established);
+    EXPECT_EQ(client_end->pid, 200);
+    EXPECT_EQ(client_end->device, "rfab0");
+    EXPECT_EQ(client_end->destination_ip, 0x0a000002u);
+    EXPECT_EQ(client_end->destination_port, 7471);
+    EXPECT_EQ(client_end->qpn, 0x123u);
 }
 
 } // namespace
