@@ -330,6 +330,12 @@ std::string build_device_tree(const host_view_request& request, bool in_host_net
                  write_file(port + "/gid_attrs/types/" + std::to_string(g), "RoCE v2\n") &&
                  (netdev.empty() || write_file(port + "/gid_attrs/ndevs/" + std::to_string(g), netdev + "\n"));
         }
+        // The device's network interface, where the kernel has it under the PCI function
+        // (`device/net/IFNAME`): rdma-core's tests and other tools find a RoCE device's netdev
+        // and its address there.
+        if (ok && !netdev.empty())
+            ok = make_directories(dev + "/device/net") &&
+                 ::symlink(("/sys/class/net/" + netdev).c_str(), (dev + "/device/net/" + netdev).c_str()) == 0;
         ok = ok && write_counters(request, name, port);
         const std::string uverbs = "/sys/class/infiniband_verbs/uverbs" + std::to_string(i);
         ok = ok && make_directories(uverbs) && write_file(uverbs + "/ibdev", name + "\n") &&

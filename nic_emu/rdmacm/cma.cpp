@@ -175,6 +175,9 @@ void apply_route(id_private* id, const proto::route_info& route) {
             id->device = d;
             u.verbs = d->verbs;
             u.port_num = route.port_num;
+            // ucma_get_device: an id bound to a device has that device's PD until the program gives
+            // its own (rdma_create_qp, rdma_create_ep). pyverbs' PD(cmid) and rdma_reg_msgs use it.
+            if (!u.pd) u.pd = d->pd;
         }
     }
     std::memcpy(u.route.addr.addr.ibaddr.sgid.raw, route.sgid, 16);
@@ -640,10 +643,16 @@ int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
     return 0;
 }
 
+// The active side of an external-QP connection, after its CONNECT_RESPONSE and after moving its own QP
+// with rdma_init_qp_attr: the RTU. As librdmacm's rdma_establish, this is ucma_process_conn_resp with no
+// QP to move: an ACCEPT on the active id (the kernel's rdma_accept then runs cma_rep_recv, which sends
+// the RTU), and no ESTABLISHED event comes to this side. An id with a QP of rdma_create_qp's got its RTU
+// when its CONNECT_RESPONSE was read, so it has nothing to establish.
 int rdma_establish(rdma_cm_id* id) {
     if (!id) return set_errno(EINVAL);
+    if (id->qp) return set_errno(EINVAL);
     id_private* p = private_of(id);
-    proto::request r = make_request(proto::op::establish, p);
+    proto::request r = make_request(proto::op::accept, p);
     proto::reply out;
     if (const int e = command(p->channel, r, out)) return set_errno(e);
     return 0;
@@ -982,7 +991,7 @@ int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init_
         if (qp_init_attr) {
             p->qp_init_attr = new ibv_qp_init_attr(*qp_init_attr);
             p->qp_init_attr->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
-            cm_id->pd = pd;
+            if (pd) cm_id->pd = pd; // ucma_passive_ep: else the device's, from rdma_bind_addr
         }
         *id = cm_id;
         return 0;

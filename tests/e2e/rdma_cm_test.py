@@ -321,5 +321,24 @@ class perftest_cm(cm_case):
         self.assertRegex(out, r"\n\s*65536\s+200\s+[\d.]+\s+[\d.]+")
 
 
+
+PYVERBS_CHECK = os.path.join(fx.SOURCE, "tests", "e2e", "programs", "cm_pyverbs_check.py")
+
+
+@unittest.skipUnless(subprocess.run(["/usr/bin/python3", "-c", "import pyverbs.cmid"],
+                                    capture_output=True).returncode == 0, "pyverbs (python3-pyverbs) is not installed")
+class pyverbs_cm(cm_case):
+    """The flows of rdma-core's test_rdmacm that no rdmacm-utils program takes, both ends on h1."""
+
+    def test_an_external_qp_moved_by_rdma_init_qp_attr_connects_through_rdma_establish(self):
+        out = self.run_on("h1", "/usr/bin/python3", PYVERBS_CHECK, "ext_qp", "10.0.0.1", "7481")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("ok", out.stdout)
+
+    def test_a_udp_id_has_its_devices_pd_for_the_ah_of_its_sidr_reply(self):
+        out = self.run_on("h1", "/usr/bin/python3", PYVERBS_CHECK, "udp", "10.0.0.1", "7482")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("ok", out.stdout)
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)

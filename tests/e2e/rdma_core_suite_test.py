@@ -52,12 +52,9 @@ ABSENT = [
     r"PCI device must be passed by the user",
     r"All gid indices populated, cannot check bad flow",
 ]
-# Until `rocefab run` gives each host its network interface and librdmacm is ours (issue 13),
-# the suite's rdma_cm tests find no net interface behind the device. Not a capability a ConnectX
-# lacks: this entry goes when they land.
-ABSENT += [r"Device rfab0 doesn't have net interface"]
-# rdma-core 44 on this device: 76 pass. Fewer means something that worked stopped working.
-AT_LEAST_PASSING = 76
+# rdma-core 44 on this device: 83 pass, test_rdmacm's included. Fewer means something that
+# worked stopped working.
+AT_LEAST_PASSING = 83
 
 
 @unittest.skipUnless(os.path.exists(RUN_TESTS), "rdma-core's suite is not at " + RUN_TESTS)
