@@ -228,11 +228,9 @@ int connection_manager::bind(cm_id& id, const sockaddr_storage& address) {
     const std::string& host = _sessions[id.session].who.host;
     std::optional<std::size_t> local;
     if ((ip >> 24) == 127) {
-        // The kernel's cma_bind_loopback: a loopback address takes the host's first device, as
-        // libfabric's verbs provider probes with rdma_bind_addr(127.0.0.1) to find the devices.
-        for (std::size_t i = 0; i < _ports.size() && !local; ++i)
-            if (_ports[i].host == host) local = i;
-        if (!local) return EADDRNOTAVAIL;
+        // A loopback address has no RDMA device behind it: the id is bound, to no device.
+        // libfabric's verbs provider relies on it: it binds a passive id to "localhost" and, finding
+        // no device there (vrb_fill_addr), gives its listener the devices' own addresses.
     } else if (ip != 0) {
         local = port_of_address(host, ip);
         if (!local) return EADDRNOTAVAIL;

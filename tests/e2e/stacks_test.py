@@ -326,10 +326,9 @@ except PyverbsRDMAError as e:
 
 
 class libfabric_rdma_cm(fi_pingpong_case):
-    """libfabric's verbs provider over rdma_cm: MSG endpoints, and ofi_rxm on top of them. Not yet
-    in tests/e2e/meson.build: the loopback bind of fi_pingpong's passive probe, rdma_getaddrinfo
-    from hints alone and the event a synchronous id holds in rdma_migrate_id are mended as
-    rdma-core does them, but both runs still fail to connect (README, "Not yet")."""
+    """libfabric's verbs provider over rdma_cm: MSG endpoints, and ofi_rxm's RDM endpoints on top
+    of them. The server names no address: the provider binds a passive id to localhost, finds no
+    device behind it and listens on the device's own address, which the client connects to."""
 
     def test_fi_pingpong_msg_over_verbs(self):
         self.pingpong("verbs", "msg")

@@ -444,13 +444,23 @@ TEST_F(cm_fixture, binding_a_port_in_use_fails_and_port_zero_takes_an_ephemeral_
               EADDRNOTAVAIL); // h1's address, not h2's
 }
 
-TEST_F(cm_fixture, a_loopback_address_binds_to_the_hosts_first_device_as_the_kernels_cma_does) {
-    // libfabric's verbs provider finds the devices by binding passive ids to 127.0.0.1.
+TEST_F(cm_fixture, a_loopback_address_binds_to_no_device_and_a_listener_there_takes_no_remote_request) {
+    // libfabric's verbs provider binds a passive id to 127.0.0.1 and takes "no device" to mean
+    // "listen on the devices' own addresses" (vrb_fill_addr).
     const std::uint32_t id = request(server, cm_protocol::op::create_id, 0).id;
     EXPECT_EQ(request(server, cm_protocol::op::bind_addr, id,
-                      [](cm_protocol::request& r) { address(r.source, 0x7f000001, 0); })
+                      [](cm_protocol::request& r) { address(r.source, 0x7f000001, 7471); })
                   .status,
               0);
+    const auto ids = cm_->list_ids();
+    ASSERT_EQ(ids.size(), 1u);
+    EXPECT_EQ(ids[0].state, cm_state::address_bound);
+    EXPECT_EQ(ids[0].device, "");
+    EXPECT_EQ(ids[0].source_ip, 0x7f000001u);
+    EXPECT_EQ(request(server, cm_protocol::op::listen, id).status, 0);
+    connect_to(7471); // to 10.0.0.2:7471, which nobody listens on
+    EXPECT_TRUE(events_[server].empty());
+    EXPECT_EQ(cm_->counters().req_rejected_no_listener, 1u);
 }
 
 TEST_F(cm_fixture, an_address_nobody_has_is_an_address_error_after_the_timeout) {
