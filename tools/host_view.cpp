@@ -351,6 +351,41 @@ std::string build_device_tree(const host_view_request& request, bool in_host_net
 
 // A mount namespace of our own; without root, inside a user namespace where we keep our uid
 // and gid (the program runs with no capabilities, as before): the fabric's, when we joined it.
+// The fabric's names, then the machine's /etc/hosts (the first line naming a host wins): each
+// host's first NIC address under the host's name, and every NIC's as HOST-NIC (h1-rfab1).
+std::string hosts_file_text(const nlohmann::json& hosts) {
+    std::string text = "# the fabric's hosts (rocefab run)\n";
+    for (const auto& h : hosts) {
+        const std::string name = h.value("name", "");
+        bool first = true;
+        for (const auto& nic : h.value("nics", nlohmann::json::array())) {
+            std::string address = nic.value("address", "");
+            address = address.substr(0, address.find('/'));
+            if (address.empty() || name.empty()) continue;
+            text += address + "\t" + (first ? name + " " : "") + name + "-" + nic.value("name", "") + "\n";
+            first = false;
+        }
+    }
+    text += "\n# the machine's /etc/hosts\n";
+    if (std::FILE* f = std::fopen("/etc/hosts", "r")) {
+        char buffer[4096];
+        for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+        std::fclose(f);
+    }
+    return text;
+}
+
+// Written into our /dev tmpfs, bound over /etc/hosts, and unlinked there: the mount keeps it.
+std::string place_hosts_file(const host_view_request& request) {
+    constexpr const char* staged = "/dev/.rocefab-hosts";
+    if (!write_file(staged, hosts_file_text(request.all_hosts), 0644)) return error_text("cannot write the hosts file");
+    std::string problem;
+    if (::mount(staged, "/etc/hosts", nullptr, MS_BIND, nullptr) != 0)
+        problem = error_text("cannot bind the fabric's names over /etc/hosts");
+    ::unlink(staged);
+    return problem;
+}
+
 std::string private_mount_namespace(bool in_user_namespace) {
     if (::geteuid() == 0 || in_user_namespace) {
         if (::unshare(CLONE_NEWNS) != 0) return error_text("no private mount namespace");
@@ -403,6 +438,9 @@ std::string enter_host_view(const host_view_request& request) {
         }
     if (class_view)
         if (std::string problem = build_device_tree(request, host_net); !problem.empty()) device_problem = problem;
+    // The names only where their addresses are this host's neighbours.
+    std::string names_problem;
+    if (host_net && class_view && !request.all_hosts.is_null()) names_problem = place_hosts_file(request);
 
     std::string line;
     if (!network_problem.empty())
@@ -411,6 +449,8 @@ std::string enter_host_view(const host_view_request& request) {
     if (!device_problem.empty())
         line += (line.empty() ? "" : "; ") + std::string("no /dev/infiniband and /sys/class/infiniband view: ") +
                 device_problem;
+    if (!names_problem.empty())
+        line += (line.empty() ? "" : "; ") + std::string("the fabric's host names do not resolve: ") + names_problem;
     return line;
 }
 

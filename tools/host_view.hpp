@@ -17,6 +17,10 @@
 // ibv_query_port and ibv_query_gid return), and the NIC's counters as of the program's start
 // (a tmpfs file cannot follow them; `rocefab show` does). Inside the host's network namespace a fresh sysfs
 // provides /sys/class/net, so the GID's netdev is found there.
+//
+// /etc/hosts: in the host's network namespace, the fabric's host names resolve to their
+// addresses as a cluster's names do (`mpirun -H h1,h2`, `ib_write_bw h2`): a file of the
+// fabric's names followed by the machine's own /etc/hosts is bind-mounted over it.
 #pragma once
 
 #include "nic_emu/attach_protocol.hpp"
@@ -31,6 +35,7 @@ namespace rocefab::tools {
 struct host_view_request {
     std::string host;
     nlohmann::json host_entry;   // the host's entry of the topology (its NICs)
+    nlohmann::json all_hosts;    // the topology's hosts, for the names in /etc/hosts
     nlohmann::json host_network; // the daemon's host_network::describe()
     std::vector<attach::device_info> devices; // in the order ibv_get_device_list gives them
     nlohmann::json nic_counters; // `show`'s "nics" entries (host, nic, counters), when readable

@@ -201,6 +201,7 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
     tools::host_view_request view;
     view.host = host;
     view.host_network = reply.value("host_network", json());
+    view.all_hosts = topo["hosts"];
     bool found = false;
     for (const auto& h : topo["hosts"]) {
         hosts.push_back(h["name"]);

@@ -183,6 +183,33 @@ class hosts_reachable_by_address(host_view_case):
             listener.communicate()
 
 
+    def test_the_fabrics_host_names_resolve_to_their_addresses_and_the_machines_hosts_file_is_untouched(self):
+        with open("/etc/hosts") as f:
+            machine_hosts = f.read()
+        port = "18601"
+        listener = subprocess.Popen([ROCEFAB, "run", "--fabric", self.name, "--host", "h2", "--", sys.executable, "-c",
+                                     LISTENER, port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=self.env)
+        try:
+            if listener.stdout.readline().strip() != "listening":
+                listener.kill()
+                self.fail("the listener on h2 did not start: " + listener.communicate()[1])
+            # As on a cluster whose nodes know each other's names (mpirun -H h1,h2; ib_write_bw h2).
+            remote = self.run_on("h1", sys.executable, "-c", CONNECT, "h2", port)
+            self.assertEqual(remote.stdout.strip(), "hello from h2 to " + self.address_of("h1"),
+                             remote.stdout + remote.stderr)
+        finally:
+            listener.kill()
+            listener.communicate()
+        names = self.run_on("h2", "getent", "hosts", "h1", "h2-rfab0", "localhost")
+        self.assertEqual(names.returncode, 0, names.stdout + names.stderr)
+        self.assertRegex(names.stdout, r"(?m)^%s\s+h1\b" % re.escape(self.address_of("h1")))
+        self.assertRegex(names.stdout, r"(?m)^%s\s+.*\bh2-rfab0\b" % re.escape(self.address_of("h2")))
+        self.assertIn("localhost", names.stdout)  # the machine's own entries follow the fabric's
+        with open("/etc/hosts") as f:
+            self.assertEqual(f.read(), machine_hosts)
+
+
 class device_view(host_view_case):
     def test_dev_infiniband_nodes_open_and_sysfs_path_is_slash_sys(self):
         out = self.run_on("h1", sys.executable, "-c", PROBE_DEVICE)
