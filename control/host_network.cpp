@@ -250,9 +250,11 @@ std::string host_network::build(const config::topology& topology) {
             const std::string name = host_interface_name(nic.name, n);
             const std::string peer = "v" + std::to_string(h) + "." + std::to_string(n);
             // The NIC's MAC on its interface: the link-local GID (index 0) is then the
-            // interface's own IPv6 link-local address, as on a ConnectX.
-            commands += "link add " + name + " address " + nic.mac.to_string() + " type veth peer name " + peer +
-                        " netns /proc/self/fd/3\n";
+            // interface's own IPv6 link-local address, as on a ConnectX. Its MTU is the NIC's
+            // link's, from which a ConnectX host's active_mtu follows (iboe_get_mtu).
+            const std::string mtu = std::to_string(topology.links[nic.link_index].params.mtu);
+            commands += "link add " + name + " mtu " + mtu + " address " + nic.mac.to_string() + " type veth peer name " +
+                        peer + " mtu " + mtu + " netns /proc/self/fd/3\n";
             commands += "addr add " + nic.address.to_string() + " dev " + name + (nic.address.v6 ? " nodad" : "") + "\n";
             commands += "link set " + name + " up\n";
             bridge_ports += "link set " + peer + " master br0\nlink set " + peer + " up\n";

@@ -218,6 +218,13 @@ class device_view(host_view_case):
         self.assertIn("/dev/infiniband/rdma_cm chr rw", out.stdout)
         self.assertIn("sysfs_path /sys", out.stdout)
 
+    def test_the_nics_interface_has_its_links_mtu_and_active_mtu_follows_from_it(self):
+        # two-hosts.yaml: mtu 4200, the IP MTU at which a ConnectX host reports active_mtu 4096.
+        out = self.run_on("h1", "sh", "-c", "cat /sys/class/net/rfab0/mtu; ibv_devinfo -d rfab0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertEqual(out.stdout.splitlines()[0], "4200")
+        self.assertRegex(out.stdout, r"active_mtu:\s+4096")
+
     def test_sysfs_gids_and_types_agree_with_ibv_devinfo(self):
         port = "/sys/class/infiniband/rfab0/ports/1"
         script = ("cat %s/gids/0 %s/gids/1 %s/gid_attrs/types/0 %s/gid_attrs/types/1 %s/gid_attrs/ndevs/1 "
