@@ -12,11 +12,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <filesystem>
 #include <functional>
 #include <stdexcept>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 namespace rocefab::control {
@@ -100,14 +98,6 @@ const char* op_name(attach::op code) {
 }
 
 } // namespace
-
-struct attach_server::listener {
-    std::string host;
-    std::string path;
-    asio::posix::stream_descriptor socket;
-    bool waiting = false; // an async_wait is outstanding
-    listener(asio::io_context& io, std::string h, std::string p) : host(std::move(h)), path(std::move(p)), socket(io) {}
-};
 
 class attach_server::session : public std::enable_shared_from_this<session> {
 public:
@@ -463,94 +453,29 @@ private:
 
 attach_server::attach_server(asio::io_context& io, fabric& fab, const std::string& runtime_dir, access_policy policy,
                              session_limits limits)
-    : _io(io), _fabric(fab), _policy(std::move(policy)), _limits(limits),
-      _directory(runtime_dir + "/" + attach_directory_name), _pause(io) {
-    std::error_code error;
-    std::filesystem::create_directories(_directory, error);
-    if (error) throw std::runtime_error("cannot create " + _directory + ": " + error.message());
-    // The directory is only a place: who may connect is each socket's own mode, and the daemon's check.
-    ::chmod(_directory.c_str(), 0755);
-    for (const auto& host : _fabric.topology().hosts) {
-        auto l = std::make_unique<listener>(io, host.name, attach_socket_path(runtime_dir, host.name));
-        const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-        sockaddr_un address{};
-        address.sun_family = AF_UNIX;
-        if (l->path.size() >= sizeof address.sun_path) {
-            ::close(fd);
-            throw std::runtime_error("socket path too long: " + l->path);
-        }
-        std::strcpy(address.sun_path, l->path.c_str());
-        ::unlink(l->path.c_str());
-        if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-            const int e = errno;
-            ::close(fd);
-            throw std::runtime_error("cannot listen on " + l->path + ": " + std::strerror(e));
-        }
-        l->socket.assign(fd);
-        _policy.restrict_socket(l->path);
-        if (::listen(fd, 128) != 0) throw std::runtime_error("cannot listen on " + l->path + ": " + std::strerror(errno));
-        _listeners.push_back(std::move(l));
-    }
-    for (auto& l : _listeners) accept_next(*l);
+    : _io(io), _fabric(fab), _policy(std::move(policy)), _limits(limits) {
+    std::vector<std::string> hosts;
+    for (const auto& host : _fabric.topology().hosts) hosts.push_back(host.name);
+    _sockets = std::make_unique<host_sockets>(
+        io, runtime_dir + "/" + attach_directory_name, hosts, _policy, "attach", log::attach(),
+        [this](int fd, const peer& who, const std::string& host) { accepted(fd, who, host); },
+        [](int fd) { refuse(fd, EACCES); });
     log::attach().info("programs of {} may attach, at most {} sessions ({} per user), at {}/HOST.sock",
-                       _policy.describe(), _limits.total, _limits.per_user, _directory);
+                       _policy.describe(), _limits.total, _limits.per_user, _sockets->directory());
 }
 
-attach_server::~attach_server() {
-    for (auto& l : _listeners) ::unlink(l->path.c_str());
-}
+attach_server::~attach_server() = default;
 
-void attach_server::accept_next(listener& l) {
-    if (l.waiting) return;
-    l.waiting = true;
-    l.socket.async_wait(asio::posix::stream_descriptor::wait_read, [this, &l](const boost::system::error_code& error) {
-        l.waiting = false;
-        if (error == asio::error::operation_aborted) return;
-        accept_ready(l);
-    });
-}
-
-void attach_server::accept_ready(listener& l) {
-    for (;;) {
-        const int fd = ::accept4(l.socket.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
-            // Out of descriptors or memory: the connection waits in the backlog. Accepting again
-            // at once would spin, so every listener pauses for a moment, then tries again.
-            _shortage.log(log::attach(), spdlog::level::warn, "cannot accept a connection on {}: {}; pausing 100 ms",
-                          l.path, std::strerror(errno));
-            if (!_paused) {
-                _paused = true;
-                _pause.expires_after(std::chrono::milliseconds(100));
-                _pause.async_wait([this](const boost::system::error_code& e) {
-                    if (e == asio::error::operation_aborted) return;
-                    _paused = false;
-                    for (auto& each : _listeners) accept_ready(*each);
-                });
-            }
-            return;
-        }
-        const std::optional<peer> who = peer_of(fd);
-        if (!who || !_policy.may_use(*who)) {
-            _refusals.log(log::attach(), spdlog::level::warn, "{} refused on {}: only {} may attach",
-                          who ? who->describe() : std::string("a process the kernel does not name"), l.host,
-                          _policy.describe());
-            refuse(fd, EACCES);
-            continue;
-        }
-        const std::uint32_t of_user = _tally->of(who->uid);
-        if (_tally->total >= _limits.total || of_user >= _limits.per_user) {
-            _refusals.log(log::attach(), spdlog::level::warn,
-                          "{} refused on {}: {} sessions open ({} of this user); the limits are {} and {} a user",
-                          who->describe(), l.host, _tally->total, of_user, _limits.total, _limits.per_user);
-            refuse(fd, EAGAIN);
-            continue;
-        }
-        std::make_shared<session>(_io, _fabric, _tally, fd, *who, l.host)->start();
+void attach_server::accepted(int fd, const peer& who, const std::string& host) {
+    const std::uint32_t of_user = _tally->of(who.uid);
+    if (_tally->total >= _limits.total || of_user >= _limits.per_user) {
+        _refusals.log(log::attach(), spdlog::level::warn,
+                      "{} refused on {}: {} sessions open ({} of this user); the limits are {} and {} a user",
+                      who.describe(), host, _tally->total, of_user, _limits.total, _limits.per_user);
+        refuse(fd, EAGAIN);
+        return;
     }
-    if (!_paused) accept_next(l);
+    std::make_shared<session>(_io, _fabric, _tally, fd, who, host)->start();
 }
 
 void attach_server::refuse(int fd, int status) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "control/access.hpp"
+#include "control/host_sockets.hpp"
 #include "control/fabric.hpp"
 #include "control/throttled_log.hpp"
 
@@ -42,7 +43,6 @@ public:
 
 private:
     class session;
-    struct listener;
     // Sessions open, in all and per user; shared with the sessions, which may outlive the
     // server by a moment while the daemon shuts down.
     struct tally {
@@ -63,21 +63,18 @@ private:
             return it == by_user.end() ? 0 : it->second;
         }
     };
-    void accept_next(listener& l);
-    void accept_ready(listener& l);
+    // A connection the access policy let in: a session, unless the limits say no.
+    void accepted(int fd, const peer& who, const std::string& host);
     // Refuses a connection the kernel accepted: a reply with `status`, then the close.
-    void refuse(int fd, int status);
+    static void refuse(int fd, int status);
 
     boost::asio::io_context& _io;
     fabric& _fabric;
     access_policy _policy;
     session_limits _limits;
-    std::string _directory;
-    std::vector<std::unique_ptr<listener>> _listeners;
-    boost::asio::steady_timer _pause; // while descriptors are short
-    bool _paused = false;
     std::shared_ptr<tally> _tally = std::make_shared<tally>();
-    throttled_log _refusals, _shortage;
+    throttled_log _refusals;
+    std::unique_ptr<host_sockets> _sockets; // last: its handlers use the members above
 };
 
 } // namespace rocefab::control

@@ -10,22 +10,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <rdma/rdma_cma.h>
 #include <stdexcept>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 namespace rocefab::control {
 
 namespace asio = boost::asio;
-
-struct cm_server::listener {
-    std::string host, path;
-    asio::posix::stream_descriptor socket;
-    listener(asio::io_context& io, std::string h, std::string p) : host(std::move(h)), path(std::move(p)), socket(io) {}
-};
 
 struct cm_server::gsi_watch {
     std::size_t port;
@@ -217,33 +209,11 @@ cm_server::cm_server(asio::io_context& io, fabric& fab, const std::string& runti
     _cm = std::make_unique<cm::connection_manager>(std::move(ports), std::move(out), timing_from_environment(),
                                                    static_cast<std::uint64_t>(::getpid()) ^ static_cast<std::uint64_t>(now()));
 
-    std::error_code error;
-    std::filesystem::create_directories(_directory, error);
-    if (error) throw std::runtime_error("cannot create " + _directory + ": " + error.message());
-    ::chmod(_directory.c_str(), 0755);
-    for (const auto& host : _fabric.topology().hosts) {
-        auto l = std::make_unique<listener>(io, host.name, cm_socket_path(runtime_dir, host.name));
-        const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-        sockaddr_un address{};
-        address.sun_family = AF_UNIX;
-        if (l->path.size() >= sizeof address.sun_path) {
-            ::close(fd);
-            throw std::runtime_error("socket path too long: " + l->path);
-        }
-        std::strcpy(address.sun_path, l->path.c_str());
-        ::unlink(l->path.c_str());
-        if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-            const int e = errno;
-            ::close(fd);
-            throw std::runtime_error("cannot listen on " + l->path + ": " + std::strerror(e));
-        }
-        l->socket.assign(fd);
-        _policy.restrict_socket(l->path);
-        if (::listen(fd, 128) != 0) throw std::runtime_error("cannot listen on " + l->path + ": " + std::strerror(errno));
-        _listeners.push_back(std::move(l));
-    }
-    for (auto& l : _listeners) accept_next(*l);
+    std::vector<std::string> hosts;
+    for (const auto& host : _fabric.topology().hosts) hosts.push_back(host.name);
+    _sockets = std::make_unique<host_sockets>(
+        io, _directory, hosts, _policy, "rdma_cm", log::control(),
+        [this](int fd, const peer& who, const std::string& host) { accepted(fd, who, host); });
     for (std::size_t i = 0; i < _nics.size(); ++i) {
         _gsi.push_back(std::make_unique<gsi_watch>(io, i, _nics[i]));
         watch_gsi(*_gsi.back());
@@ -295,42 +265,24 @@ nlohmann::json cm_server::counters() const {
     return out;
 }
 
-cm_server::~cm_server() {
-    for (auto& l : _listeners) ::unlink(l->path.c_str());
-}
+cm_server::~cm_server() = default;
 
-void cm_server::accept_next(listener& l) {
-    l.socket.async_wait(asio::posix::stream_descriptor::wait_read, [this, &l](const boost::system::error_code& error) {
-        if (error) return;
-        for (;;) {
-            const int fd = ::accept4(l.socket.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (fd < 0) break;
-            const std::optional<peer> who = peer_of(fd);
-            if (!who || !_policy.may_use(*who)) {
-                _refusals.log(log::control(), spdlog::level::warn, "rdma_cm: {} refused on {}: only {} may connect",
-                              who ? who->describe() : std::string("a process the kernel does not name"), l.host,
-                              _policy.describe());
-                ::close(fd);
-                continue;
-            }
-            // Bounds as the attach server's: in all, and per user so that one cannot starve the others.
-            std::size_t of_user = 0;
-            for (const auto& [n, w] : _sessions)
-                if (auto sp = w.lock(); sp && sp->uid() == who->uid) ++of_user;
-            if (_sessions.size() >= max_channels || of_user >= max_channels_per_user) {
-                _refusals.log(log::control(), spdlog::level::warn,
-                              "rdma_cm: {} refused on {}: {} channels open ({} of this user); the limits are {} and {}",
-                              who->describe(), l.host, _sessions.size(), of_user, max_channels, max_channels_per_user);
-                ::close(fd);
-                continue;
-            }
-            const std::uint64_t id = _next_session++;
-            auto s = std::make_shared<session>(*this, fd, id, *who, l.host);
-            _sessions[id] = s;
-            s->start();
-        }
-        accept_next(l);
-    });
+void cm_server::accepted(int fd, const peer& who, const std::string& host) {
+    // Bounds as the attach server's: in all, and per user so that one cannot starve the others.
+    std::size_t of_user = 0;
+    for (const auto& [n, w] : _sessions)
+        if (auto sp = w.lock(); sp && sp->uid() == who.uid) ++of_user;
+    if (_sessions.size() >= max_channels || of_user >= max_channels_per_user) {
+        _refusals.log(log::control(), spdlog::level::warn,
+                      "rdma_cm: {} refused on {}: {} channels open ({} of this user); the limits are {} and {}",
+                      who.describe(), host, _sessions.size(), of_user, max_channels, max_channels_per_user);
+        ::close(fd);
+        return;
+    }
+    const std::uint64_t id = _next_session++;
+    auto s = std::make_shared<session>(*this, fd, id, who, host);
+    _sessions[id] = s;
+    s->start();
 }
 
 void cm_server::watch_gsi(gsi_watch& w) {

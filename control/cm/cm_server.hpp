@@ -8,6 +8,7 @@
 #include "control/access.hpp"
 #include "control/cm/connection_manager.hpp"
 #include "control/fabric.hpp"
+#include "control/host_sockets.hpp"
 #include "control/throttled_log.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -40,10 +41,10 @@ public:
 
 private:
     class session;
-    struct listener;
     struct gsi_watch;
 
-    void accept_next(listener& l);
+    // A channel the access policy let in, unless the limits say no.
+    void accepted(int fd, const peer& who, const std::string& host);
     void watch_gsi(gsi_watch& w);
     void rearm_timer();
     sim_time now() const;
@@ -54,12 +55,12 @@ private:
     std::string _directory;
     std::vector<nic::nic_node*> _nics; // the CM's ports, in order
     std::unique_ptr<cm::connection_manager> _cm;
-    std::vector<std::unique_ptr<listener>> _listeners;
     std::vector<std::unique_ptr<gsi_watch>> _gsi;
     std::map<std::uint64_t, std::weak_ptr<session>> _sessions;
     std::uint64_t _next_session = 1;
     boost::asio::steady_timer _timer;
     throttled_log _refusals;
+    std::unique_ptr<host_sockets> _sockets; // last: its handlers use the members above
 };
 
 } // namespace rocefab::control

@@ -95,6 +95,9 @@ class shared_fabric(fabric_case):
     def attach_socket(self, host):
         return os.path.join(self.fabric_dir(), "attach", host + ".sock")
 
+    def cm_socket(self, host):
+        return os.path.join(self.fabric_dir(), "cm", host + ".sock")
+
     def run_as_test_user(self, *args, timeout=60):
         return subprocess.run(as_test_user(self.user_rocefab, *args), capture_output=True, text=True, timeout=timeout,
                               env=self.env)
@@ -397,14 +400,16 @@ class exhaustion(shared_fabric):
         subprocess.run(["prlimit", "--pid", str(daemon), "--nofile=%d:" % limit], check=True)
         held = []
         try:
-            for _ in range(200):
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-                s.setblocking(False)
-                try:
-                    s.connect(self.attach_socket("h1"))
-                except OSError:
-                    pass
-                held.append(s)
+            # Both doors programs use: the verbs library's and librdmacm's.
+            for door in (self.attach_socket("h1"), self.cm_socket("h1")):
+                for _ in range(100):
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                    s.setblocking(False)
+                    try:
+                        s.connect(door)
+                    except OSError:
+                        pass
+                    held.append(s)
             time.sleep(0.5)
             # While it has no descriptor to spare it answers nothing, but says so in time, and it
             # does not spin: it pauses between tries.
