@@ -152,11 +152,13 @@ class fabrics_side_by_side(host_view_case):
                         break
                     client.communicate()
                 clients.append(client)
-            for p in clients + servers:
+            for f, p in zip((self.name, other, self.name, other), clients + servers):
                 out, err = p.communicate(timeout=60)
                 self.assertEqual(p.returncode, 0, out + err)
                 self.assertIn("200 iters", out)
                 self.assertNotIn("Couldn't listen", err)
+                if p in clients:
+                    print("\n  fabric %s: %s" % (f, " ".join(out.split("\n")[-3:]).strip()), file=sys.stderr)
         finally:
             self.rocefab("down", "--fabric", other)
 
