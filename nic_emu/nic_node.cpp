@@ -14,12 +14,6 @@
 
 namespace rocefab::nic {
 
-namespace {
-// How far ahead of the wire the NIC may queue frames on its port: a small transmit FIFO, so
-// a poll loop that runs slower than one frame time still keeps the link busy.
-constexpr sim_time transmit_fifo_time = microseconds(2);
-} // namespace
-
 // ---- frames ------------------------------------------------------------------------------------
 
 rte_mbuf* nic_node::start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length,

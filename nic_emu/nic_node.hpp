@@ -87,6 +87,10 @@ inline constexpr std::uint32_t max_ah = 65536;
 inline constexpr std::uint32_t max_comp_channels = 65536; // not a device attribute; bounds descriptors
 } // namespace limits
 
+// How far ahead of the wire the NIC may queue frames on its port: a small transmit FIFO, so a
+// poll loop that runs slower than one frame time still keeps the link busy.
+inline constexpr sim_time transmit_fifo_time = microseconds(2);
+
 class nic_node final : public node {
 public:
     static constexpr std::uint32_t gid_count = 2;
@@ -302,7 +306,7 @@ private:
     // Sends the READ responses and atomic ACKs that are due, in PSN order, as the link allows.
     bool run_read_atomic_responder(queue_pair& qp, sim_time now);
     bool read_atomic_responses_pending(const queue_pair& qp) const;
-    // cq.cpp
+    // completions and async events (nic_node.cpp)
     bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited);
     void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
     // `why` is logged (a QP the program moves to ERR itself at debug level, others as warnings).

@@ -69,7 +69,7 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
     sim_time link_free = std::max(busy_until(0), now);
     qp.rate->advance(now); // a rate increase due by now counts for this burst
     while (batch.count < gather_batch::max_packets) {
-        if (link_free > now + microseconds(2)) break;
+        if (link_free > now + transmit_fifo_time) break;
         if (paced_until(qp) > now) break; // DCQCN: the QP's rate, not the port's, limits it
         if (qp.sq_current == qp.sq_started) {
             if (qp.state == IBV_QPS_SQD) break; // drained: no new WQE starts
@@ -80,7 +80,7 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
         if (window_full(qp)) break;
         if (requester_must_wait(qp, qp.started_work[qp.sq_current & (qp.send_size - 1)].wqe)) break;
         if (!prepare_packet(qp, now, batch)) break;
-        const std::uint32_t wire_bytes = rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + 24;
+        const std::uint32_t wire_bytes = rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + wire_overhead_bytes;
         link_free += serialization_time(wire_bytes, _spec.speed_bps);
         qp.rate->on_sent(wire_bytes, now);
         did_work = true;
@@ -130,7 +130,6 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
     default:
         // Memory windows, local invalidate and the rest: the NIC does not claim them in its
         // capabilities and rejects the WQE as hardware rejects an opcode the QP cannot carry.
-        ++_counters.local_protection_errors;
         return fail(IBV_WC_LOC_QP_OP_ERR);
     }
     // READ responses and atomic results are written into the local buffers (IBA 10.6.3.3).

@@ -196,7 +196,7 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
     sim_time link_free = std::max(busy_until(0), now);
     bool failed = false;
     std::uint32_t failed_psn = 0, batch_psn = 0;
-    while (batch.count < gather_batch::max_packets && link_free <= now + microseconds(2)) {
+    while (batch.count < gather_batch::max_packets && link_free <= now + transmit_fifo_time) {
         responder_resource* res = oldest_pending(qp);
         if (!res) break;
         wire::roce_headers_spec spec = qp.headers;
@@ -253,7 +253,7 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
         }
         if (batch.count == 0) batch_psn = spec.psn;
         batch.frames[batch.count++] = frame;
-        link_free += serialization_time(rte_pktmbuf_data_len(frame) + 24, _spec.speed_bps);
+        link_free += serialization_time(rte_pktmbuf_data_len(frame) + wire_overhead_bytes, _spec.speed_bps);
     }
     if (batch.count == 0 && !failed && !qp.ack_deferred) return false;
     if (batch.segments && !batch.memory->read({batch.local.data(), batch.segments},

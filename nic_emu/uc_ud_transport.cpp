@@ -33,10 +33,7 @@ std::uint64_t receive_capacity(const hw::recv_wqe& wqe) {
 ibv_wc_status nic_node::start_ud_send(queue_pair& qp, send_work& work) {
     const hw::send_wqe& wqe = work.wqe;
     // IBA 9.8.1: UD offers SEND (with immediate) only.
-    if (wqe.opcode != IBV_WR_SEND && wqe.opcode != IBV_WR_SEND_WITH_IMM) {
-        ++_counters.local_protection_errors;
-        return IBV_WC_LOC_QP_OP_ERR;
-    }
+    if (wqe.opcode != IBV_WR_SEND && wqe.opcode != IBV_WR_SEND_WITH_IMM) return IBV_WC_LOC_QP_OP_ERR;
     auto ah = _ahs.find(wqe.ud_ah);
     if (ah == _ahs.end() || ah->second.context != qp.context || ah->second.pd != qp.pd) {
         ++_counters.local_protection_errors;

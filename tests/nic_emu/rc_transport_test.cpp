@@ -148,6 +148,18 @@ TEST_F(rc_transport, a_bad_lkey_completes_with_local_protection_error) {
     const auto sends = poll(h1.send_cq_control, h1.send_cqes);
     ASSERT_EQ(sends.size(), 1u);
     EXPECT_EQ(sends[0].status, IBV_WC_LOC_PROT_ERR);
+    EXPECT_EQ(h1.nic->counters().local_protection_errors, 1u);
+    EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_ERR);
+}
+
+TEST_F(rc_transport, an_opcode_the_nic_does_not_offer_is_a_local_qp_operation_error_not_a_protection_error) {
+    connect();
+    post_send(h1, 1, IBV_WR_LOCAL_INV, 0, 64);
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_LOC_QP_OP_ERR);
+    EXPECT_EQ(h1.nic->counters().local_protection_errors, 0u);
     EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_ERR);
 }
 
