@@ -1,7 +1,10 @@
 // DCQCN in the NIC under virtual time: a node on the cable marks every RoCE packet from h1 to
 // h2 with ECN CE, as a congested switch would. h2, the notification point, answers with CNPs;
 // h1, the reaction point, cuts the QP's rate and paces its packets.
+#include "dataplane/wire/ethernet.hpp"
 #include "dataplane/wire/ip.hpp"
+#include "dataplane/wire/opcodes.hpp"
+#include "dataplane/wire/udp.hpp"
 #include "tests/nic_emu/two_nics_fixture.hpp"
 
 namespace rocefab::nic::testing {
@@ -13,8 +16,21 @@ class ce_marker final : public node {
 public:
     ce_marker() : node("marker", 2) {}
     void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) override {
+        const auto* eth = rte_pktmbuf_mtod(frame, const wire::ethernet_header*);
+        const bool tagged = eth->ether_type.load() == wire::ethertype::vlan;
+        const std::size_t l2 = sizeof(wire::ethernet_header) + (tagged ? sizeof(wire::vlan_header) : 0);
+        if (port == 1) { // from h2: the CNPs, and the priority tag they travel with
+            const auto* bth = rte_pktmbuf_mtod_offset(frame, const std::uint8_t*,
+                                                      l2 + sizeof(wire::ipv4_header) + sizeof(wire::udp_header));
+            if (*bth == static_cast<std::uint8_t>(wire::ib_opcode::cnp)) {
+                ++cnps_seen;
+                if (tagged)
+                    cnp_priorities |= 1u << rte_pktmbuf_mtod_offset(frame, const wire::vlan_header*,
+                                                                    sizeof(wire::ethernet_header))->pcp();
+            }
+        }
         if (port == 0 && marks_left) {
-            auto* ip = rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, sizeof(wire::ethernet_header));
+            auto* ip = rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, l2);
             if ((ip->tos & 3) != wire::ecn::not_ect && ++seen % every == 0) {
                 ip->tos |= wire::ecn::ce; // the ICRC masks the TOS byte and the IP checksum
                 ip->update_checksum();
@@ -29,6 +45,8 @@ public:
     std::uint64_t every = 16;
     std::uint64_t marks_left = 16; // the whole 1 MiB message
     std::uint64_t seen = 0, marked = 0;
+    std::uint64_t cnps_seen = 0;
+    std::uint8_t cnp_priorities = 0; // a bit per PCP the tagged CNPs carried
 };
 
 class dcqcn_nics : public two_nics {
@@ -97,6 +115,26 @@ TEST_F(dcqcn_nics, the_rate_climbs_back_by_timer_alone_slowly_and_faster_while_s
     EXPECT_GT(sent.target_rate_bps, idle.target_rate_bps + 1e9);
     EXPECT_GT(sent.current_rate_bps, idle.current_rate_bps);
     EXPECT_TRUE(sent.rate_limited); // ConnectX's defaults take far longer to reach 100 Gb/s
+}
+
+// Trusting PCP (`trust: l2`), every frame carries a priority tag, and a CNP goes with
+// cnp_802p_prio whatever priority the data it answers had.
+class dcqcn_nics_trusting_pcp : public dcqcn_nics {
+protected:
+    void adjust(nic_spec& h1_spec, nic_spec& h2_spec) override {
+        h1_spec.trust_pcp = h2_spec.trust_pcp = true;
+        h2_spec.dcqcn.cnp_802p_prio = 5;
+    }
+};
+
+TEST_F(dcqcn_nics_trusting_pcp, cnps_carry_cnp_802p_prio_in_their_priority_tag) {
+    connect({.mtu = IBV_MTU_4096});
+    send_one_mebibyte();
+    run_for(microseconds(5));
+    EXPECT_GT(marker.cnps_seen, 0u);
+    EXPECT_EQ(marker.cnps_seen, h2.nic->counters().np_cnp_sent);
+    EXPECT_EQ(marker.cnp_priorities, 1u << 5);
+    EXPECT_EQ(h1.nic->counters().rp_cnp_handled, h2.nic->counters().np_cnp_sent);
 }
 
 class dcqcn_nics_without_reaction_point : public dcqcn_nics {

@@ -163,6 +163,27 @@ TEST_F(rc_transport, an_opcode_the_nic_does_not_offer_is_a_local_qp_operation_er
     EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_ERR);
 }
 
+TEST_F(rc_transport, a_corrupted_frame_fails_the_icrc_is_dropped_and_counted_and_the_message_is_resent) {
+    connect({.timeout = 10}); // 4.096 us * 2^10 = 4.19 ms
+    link_faults corrupt;
+    corrupt.corruption = 1.0; // a bit flipped where only the ICRC protects it
+    _wiring.link_at(_a_to_b).set_faults(corrupt);
+    fill_pattern(h1.memory, 0, 64, 5);
+    post_send(h1, 1, IBV_WR_RDMA_WRITE, 0, 64, reinterpret_cast<std::uint64_t>(h2.memory.data()), h2.rkey);
+    while (_wiring.link_at(_a_to_b).counters().frames_corrupted == 0) run_for(nanoseconds(100));
+    _wiring.link_at(_a_to_b).set_faults({});
+    run_for(microseconds(10));
+    EXPECT_EQ(h2.nic->counters().rx_icrc_encapsulated, 1u);
+    EXPECT_TRUE(std::all_of(h2.memory.begin(), h2.memory.begin() + 64, [](auto b) { return b == 0; }));
+    run_for(milliseconds(10)); // the transport timer resends it
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_SUCCESS);
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 64, h2.memory.begin()));
+    EXPECT_EQ(h2.nic->counters().rx_icrc_encapsulated, 1u);
+    EXPECT_GE(h1.nic->counters().local_ack_timeout_err, 1u);
+}
+
 TEST_F(rc_transport, a_cut_cable_exhausts_retries_after_the_transport_timeout) {
     connect({.retry_cnt = 3, .timeout = 10}); // 4.096 us * 2^10 = 4.19 ms per try
     _wiring.link_at(_a_to_b).set_up(false);
