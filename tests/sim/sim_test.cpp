@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -138,6 +139,31 @@ TEST(sim_incast_16to1, dcqcn_with_the_papers_parameters_needs_far_fewer_pauses_t
     EXPECT_LT(paused_with * 3, paused_without) << paused_with << " against " << paused_without;
     for (const outputs* o : {&with, &without})
         for (const auto& row : o->fct.rows) EXPECT_GT(row[o->fct.column("fct_us")], 0) << "a flow did not complete";
+}
+
+// The figures the README's scenario table gives for the 16:1 incasts: pause frames the switch
+// sent, and when the last flow finished. Virtual time: the same every run, on every machine.
+TEST(sim_incast_16to1, the_readmes_pause_and_completion_figures) {
+    const struct {
+        const char* scenario;
+        double pauses;
+        double last_done_ms;
+    } figures[] = {{"incast-16to1-dcqcn", 410, 6.0},
+                   {"incast-16to1-dcqcn-paper", 105, 9.9},
+                   {"incast-16to1-dcqcn-hpcc", 224, 6.2},
+                   {"incast-16to1-pfc", 560, 5.2}};
+    for (const auto& f : figures) {
+        const outputs o = results(run(f.scenario));
+        ASSERT_FALSE(o.counters.rows.empty()) << f.scenario;
+        ASSERT_EQ(o.fct.rows.size(), 16u) << f.scenario;
+        EXPECT_EQ(o.counters.rows.back()[o.counters.column("switch_pause_frames")], f.pauses) << f.scenario;
+        double last = 0;
+        for (const auto& row : o.fct.rows) {
+            EXPECT_GT(row[o.fct.column("fct_us")], 0) << f.scenario << ": a flow did not complete";
+            last = std::max(last, row[o.fct.column("finish_us")]);
+        }
+        EXPECT_NEAR(last / 1000, f.last_done_ms, 0.05) << f.scenario;
+    }
 }
 
 TEST(sim_victim_flow, behind_an_incast_pfc_blocks_the_victim_and_dcqcn_gives_it_back_its_bandwidth) {
