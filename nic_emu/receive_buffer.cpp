@@ -13,16 +13,25 @@
 namespace rocefab::nic {
 
 std::uint8_t nic_node::priority_of_frame(rte_mbuf* frame) const {
-    // A tagged frame travels in its PCP; an untagged one by its DSCP; anything else in priority 0.
+    // As priority_of(packet) classifies it: trusting PCP, a tagged frame travels in its PCP;
+    // otherwise by the DSCP behind the tag, if any; anything that is not IP in priority 0.
     const auto bytes = frame_bytes(frame);
-    if (bytes.size() < sizeof(wire::ethernet_header) + 2) return 0;
-    const auto* eth = reinterpret_cast<const wire::ethernet_header*>(bytes.data());
-    if (eth->ether_type.load() == wire::ethertype::vlan) return bytes[sizeof(wire::ethernet_header)] >> 5; // PCP
-    const std::uint8_t* ip = bytes.data() + sizeof(wire::ethernet_header);
+    std::size_t l3 = sizeof(wire::ethernet_header);
+    if (bytes.size() < l3) return 0;
+    std::uint16_t ether_type = reinterpret_cast<const wire::ethernet_header*>(bytes.data())->ether_type.load();
+    if (ether_type == wire::ethertype::vlan) {
+        if (bytes.size() < l3 + sizeof(wire::vlan_header)) return 0;
+        const auto* tag = reinterpret_cast<const wire::vlan_header*>(bytes.data() + l3);
+        if (_spec.trust_pcp) return tag->pcp();
+        ether_type = tag->ether_type.load();
+        l3 += sizeof(wire::vlan_header);
+    }
+    if (bytes.size() < l3 + 2) return 0;
+    const std::uint8_t* ip = bytes.data() + l3;
     std::uint8_t traffic_class;
-    if (eth->ether_type.load() == wire::ethertype::ipv4)
+    if (ether_type == wire::ethertype::ipv4)
         traffic_class = ip[1];
-    else if (eth->ether_type.load() == wire::ethertype::ipv6)
+    else if (ether_type == wire::ethertype::ipv6)
         traffic_class = static_cast<std::uint8_t>((ip[0] & 0x0f) << 4 | ip[1] >> 4);
     else
         return 0;

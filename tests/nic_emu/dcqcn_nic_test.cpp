@@ -7,6 +7,8 @@
 #include "dataplane/wire/udp.hpp"
 #include "tests/nic_emu/two_nics_fixture.hpp"
 
+#include <cstring>
+
 namespace rocefab::nic::testing {
 namespace {
 
@@ -176,6 +178,53 @@ TEST_F(slow_receiver, pauses_the_sender_with_pfc_instead_of_dropping) {
     EXPECT_GT(receiver.tx_prio_pause_duration_us[3], 0u);
     EXPECT_EQ(receiver.rx_prio_buf_discard[3], 0u);
     EXPECT_EQ(h1.nic->counters().rx_prio_pause[3], receiver.tx_prio_pause[3]);
+    EXPECT_EQ(h1.nic->counters().retransmitted_packets, 0u);
+}
+
+// Frames that reach a NIC trusting DSCP with a priority tag anyway (a switch on the way tags
+// them): the NIC classifies them by DSCP, as it does for congestion notification, and not by
+// the tag. Here the tag says priority 1, which is lossy; the DSCP says 3, which is lossless.
+class priority_tagger final : public node {
+public:
+    priority_tagger() : node("tagger", 2) {}
+    void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) override {
+        auto* eth = rte_pktmbuf_mtod(frame, wire::ethernet_header*);
+        if (port == 0 && eth->ether_type.load() == wire::ethertype::ipv4) {
+            auto* moved = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_prepend(frame, sizeof(wire::vlan_header)));
+            std::memmove(moved, moved + sizeof(wire::vlan_header), 2 * sizeof(wire::mac_address));
+            auto* tagged = reinterpret_cast<wire::ethernet_header*>(moved);
+            auto* tag = reinterpret_cast<wire::vlan_header*>(moved + sizeof(wire::ethernet_header));
+            tag->set(1, 0);
+            tag->ether_type.store(wire::ethertype::ipv4);
+            tagged->ether_type.store(wire::ethertype::vlan);
+        }
+        transmit(port == 0 ? 1 : 0, frame, now);
+    }
+    bool poll(sim_time) override { return false; }
+};
+
+class slow_receiver_trusting_dscp_behind_a_tagger : public two_nics {
+protected:
+    void adjust(nic_spec&, nic_spec& h2_spec) override { h2_spec.host_rx_bps = 10'000'000'000; }
+    node* middle() override { return &tagger; }
+    priority_tagger tagger;
+};
+
+TEST_F(slow_receiver_trusting_dscp_behind_a_tagger, a_tagged_frame_is_buffered_and_paused_by_its_dscp) {
+    connect({.mtu = IBV_MTU_4096});
+    post_recv(h2, 1, 0, 1 << 20);
+    post_send(h1, 1, IBV_WR_SEND, 0, 1 << 20);
+    sim_time done = 0;
+    while (!done && now() < milliseconds(20)) {
+        run_for(microseconds(10));
+        if (!poll(h2.recv_cq_control, h2.recv_cqes).empty()) done = now();
+    }
+    ASSERT_GT(done, 0) << "the send did not complete";
+    const nic_counters& receiver = h2.nic->counters();
+    EXPECT_GT(receiver.tx_prio_pause[3], 1u);
+    EXPECT_EQ(receiver.tx_prio_pause[1], 0u);
+    EXPECT_EQ(receiver.rx_prio_buf_discard[1], 0u);
+    EXPECT_EQ(receiver.rx_prio_buf_discard[3], 0u);
     EXPECT_EQ(h1.nic->counters().retransmitted_packets, 0u);
 }
 

@@ -170,7 +170,9 @@ TEST_F(rc_transport, a_corrupted_frame_fails_the_icrc_is_dropped_and_counted_and
     _wiring.link_at(_a_to_b).set_faults(corrupt);
     fill_pattern(h1.memory, 0, 64, 5);
     post_send(h1, 1, IBV_WR_RDMA_WRITE, 0, 64, reinterpret_cast<std::uint64_t>(h2.memory.data()), h2.rkey);
-    while (_wiring.link_at(_a_to_b).counters().frames_corrupted == 0) run_for(nanoseconds(100));
+    for (int i = 0; i < 1000 && _wiring.link_at(_a_to_b).counters().frames_corrupted == 0; ++i)
+        run_for(nanoseconds(100));
+    ASSERT_EQ(_wiring.link_at(_a_to_b).counters().frames_corrupted, 1u);
     _wiring.link_at(_a_to_b).set_faults({});
     run_for(microseconds(10));
     EXPECT_EQ(h2.nic->counters().rx_icrc_encapsulated, 1u);
