@@ -71,8 +71,6 @@ class integrity(integrity_case):
     def test_mixed_opcodes_and_sizes_arrive_intact_at_path_mtu_4096(self):
         self.assert_intact(20000, "--mtu", "4096", "--max-size", "65536", "--seed", "2")
 
-    # Named to run last in its class: a client that dies with a completion channel open can take
-    # the daemon down with SIGPIPE (its event write to the channel), and the next test with it.
     def test_with_completion_events_mixed_opcodes_arrive_intact(self):
         self.assert_intact(10000, "-e", "--mtu", "1024", "--max-size", "65536", "--seed", "3", server_args=("-e",))
 
