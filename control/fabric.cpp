@@ -4,6 +4,7 @@
 
 #include "dataplane/eal.hpp"
 #include "dataplane/log.hpp"
+#include "switch_emu/show.hpp"
 
 #include <cerrno>
 #include <fcntl.h>
@@ -309,7 +310,7 @@ nlohmann::json fabric::counters() {
         nlohmann::json out;
         out["fabric"] = _topology.name;
         nlohmann::json switches = nlohmann::json::array();
-        for (const auto& sw : _switches) switches.push_back(sw->counters_json());
+        for (const auto& sw : _switches) switches.push_back(switch_emu::counters_json(*sw));
         out["switches"] = std::move(switches);
         nlohmann::json nics = nlohmann::json::array();
         for (std::size_t h = 0; h < _nics.size(); ++h) {

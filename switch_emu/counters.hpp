@@ -3,8 +3,6 @@
 // in `ethtool -S swpN` and `nv show interface swpN counters`; comments give the closest one.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -87,8 +85,6 @@ public:
     void for_each(Callback&& f) const {
         for (std::size_t i = 0; i < port_counter_count; ++i) f(port_counter_names[i], _values[i]);
     }
-
-    nlohmann::json to_json() const;
 
 private:
     static constexpr std::size_t index(port_counter c) { return static_cast<std::size_t>(c); }

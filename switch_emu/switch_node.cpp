@@ -257,47 +257,24 @@ void switch_node::send_pfc(std::uint16_t port, std::uint8_t priority, std::uint1
     transmit(port, frame, now);
 }
 
-nlohmann::json switch_node::counters_json() const {
-    nlohmann::json ports = nlohmann::json::array();
-    for (std::uint16_t port = 0; port < port_count(); ++port) ports.push_back(port_json(port));
-    return {{"name", name()},
-            {"buffer", {{"size_bytes", _buffer.size()}, {"in_use_bytes", _buffer.in_use()}, {"peak_bytes", _buffer.peak()}}},
-            {"adaptive_routing", {{"enabled", _spec.adaptive_routing.enabled}, {"rerouted", _router.rerouted()}}},
-            {"ports", std::move(ports)}};
-}
-
-nlohmann::json switch_node::port_json(std::uint16_t port) const {
-    nlohmann::json out;
-    out["port"] = _spec.ports[port].name;
-    for_each_counter(port, [&](std::string_view name, std::uint64_t value) { out[std::string(name)] = value; });
-    nlohmann::json queues = nlohmann::json::array(), priorities = nlohmann::json::array();
-    for (std::uint8_t i = 0; i < traffic_class_count; ++i) {
-        const queue_counters& q = _queue_counters[port][i];
-        queues.push_back({{"tc", i},
-                          {"tx_packets", q.tx_packets},
-                          {"tx_bytes", q.tx_bytes},
-                          {"tail_drops", q.tail_drops},
-                          {"wred_drops", q.wred_drops},
-                          {"watchdog_drops", q.watchdog_drops},
-                          {"ecn_marked", q.ecn_marked},
-                          {"depth_bytes", _queues.depth_bytes(port, i)},
-                          {"peak_bytes", q.peak_bytes}});
-        const ingress_counters& in = _ingress_counters[port][i];
-        const priority_counters pfc = _pfc.counters(port, i);
-        priorities.push_back({{"priority", i},
-                              {"rx_packets", in.rx_packets},
-                              {"rx_bytes", in.rx_bytes},
-                              {"headroom_drops", in.headroom_drops},
-                              {"buffer_bytes", _buffer.group_bytes(port, i)},
-                              {"buffer_peak_bytes", _buffer.group_peak(port, i)},
-                              {"rx_pause", pfc.rx_pause},
-                              {"rx_pause_duration", pfc.rx_pause_duration_us},
-                              {"tx_pause", pfc.tx_pause},
-                              {"tx_pause_duration", pfc.tx_pause_duration_us}});
+void switch_node::snapshot(snapshot_data& out) const {
+    out.buffer_size_bytes = _buffer.size();
+    out.buffer_in_use_bytes = _buffer.in_use();
+    out.buffer_peak_bytes = _buffer.peak();
+    out.adaptive_reroutes = _router.rerouted();
+    out.ports.resize(port_count());
+    for (std::uint16_t port = 0; port < port_count(); ++port) {
+        port_snapshot& p = out.ports[port];
+        p.counters = _counters[port];
+        for (std::uint8_t i = 0; i < traffic_class_count; ++i) {
+            p.queues[i] = _queue_counters[port][i];
+            p.queue_depth_bytes[i] = _queues.depth_bytes(port, i);
+            p.ingress[i] = _ingress_counters[port][i];
+            p.group_bytes[i] = _buffer.group_bytes(port, i);
+            p.group_peak_bytes[i] = _buffer.group_peak(port, i);
+            p.pfc[i] = _pfc.counters(port, i);
+        }
     }
-    out["queues"] = std::move(queues);
-    out["priorities"] = std::move(priorities);
-    return out;
 }
 
 } // namespace rocefab::switch_emu

@@ -15,8 +15,6 @@
 #include "switch_emu/scheduler.hpp"
 #include "switch_emu/switch_spec.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -71,15 +69,24 @@ public:
     const ingress_counters& ingress_stats(std::uint16_t port, std::uint8_t priority) const {
         return _ingress_counters[port][priority];
     }
-    // {"name", "buffer": {"size_bytes", "in_use_bytes", "peak_bytes"}, "adaptive_routing": {"enabled", "rerouted"},
-    //  "ports": [port_json(0), ...]}, ports in spec order.
-    nlohmann::json counters_json() const;
-    // {"port": name, every for_each_counter() name: value,
-    //  "queues": [{"tc", "tx_packets", "tx_bytes", "tail_drops", "wred_drops", "watchdog_drops", "ecn_marked",
-    //              "depth_bytes", "peak_bytes"}] (8, by traffic class),
-    //  "priorities": [{"priority", "rx_packets", "rx_bytes", "headroom_drops", "buffer_bytes",
-    //                  "buffer_peak_bytes", "rx_pause", "rx_pause_duration", "tx_pause", "tx_pause_duration"}]}
-    nlohmann::json port_json(std::uint16_t port) const;
+    // What `rocefab show` reports of one port, as plain data.
+    struct port_snapshot {
+        port_counters counters;
+        std::array<queue_counters, traffic_class_count> queues{};
+        std::array<std::uint64_t, traffic_class_count> queue_depth_bytes{};
+        std::array<ingress_counters, traffic_class_count> ingress{};
+        std::array<std::uint64_t, traffic_class_count> group_bytes{}, group_peak_bytes{};
+        std::array<priority_counters, traffic_class_count> pfc{};
+    };
+    struct snapshot_data {
+        std::uint64_t buffer_size_bytes = 0, buffer_in_use_bytes = 0, buffer_peak_bytes = 0;
+        std::uint64_t adaptive_reroutes = 0;
+        std::vector<port_snapshot> ports; // in spec order
+    };
+    // Copies every counter and gauge into `out`: plain data, cheap enough for the data-plane
+    // thread to hand over; formatting them is the reader's business (switch_emu/show.hpp).
+    // `out.ports` is sized on the first call and reused after.
+    void snapshot(snapshot_data& out) const;
 
     priority_counters pfc_counters(std::uint16_t port, std::uint8_t priority) const {
         return _pfc.counters(port, priority);

@@ -1,5 +1,6 @@
 // The switch pipeline end to end: frames go in through receive(), come out of a fake link that
 // records them, and counters say what happened to the rest.
+#include "switch_emu/show.hpp"
 #include "switch_emu/switch_node.hpp"
 
 #include "dataplane/wire/ethernet.hpp"
@@ -565,7 +566,7 @@ TEST_F(switch_pipeline, a_burst_is_forwarded_and_counted_as_its_frames_one_at_a_
             node.poll(now);
         }
         for (sim_time end = now + 10'000'000; now < end; now += 1'000) node.poll(now);
-        return std::pair(std::move(link.sent), node.counters_json());
+        return std::pair(std::move(link.sent), counters_json(node));
     };
     const std::mt19937 seed = random;
     const auto [one_by_one, one_by_one_counters] = run(false);
@@ -621,7 +622,7 @@ TEST_F(switch_pipeline, frames_cut_through_in_runs_leave_what_they_leave_one_at_
             node.poll(now);
         }
         for (sim_time end = now + 1'000'000; now < end; now += 1'000) node.poll(now);
-        return std::tuple(std::move(link.sent), node.counters_json(), sent_on_arrival);
+        return std::tuple(std::move(link.sent), counters_json(node), sent_on_arrival);
     };
     for (const std::uint64_t link_rate_bps : {hundred_gig, std::uint64_t(0)}) {
         SCOPED_TRACE(link_rate_bps ? "100G link" : "link never busy");
@@ -1188,7 +1189,7 @@ TEST_F(switch_pipeline, counters_are_listed_by_name_for_every_port) {
     EXPECT_EQ(rx_packets, 1u);
     EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size()) << "names are unique";
 
-    const nlohmann::json json = sw->counters_json();
+    const nlohmann::json json = counters_json(*sw);
     EXPECT_EQ(json["name"], "leaf1");
     ASSERT_EQ(json["ports"].size(), 5u);
     EXPECT_EQ(json["ports"][1]["port"], "swp2");
