@@ -305,54 +305,90 @@ std::vector<nic::nic_node*> fabric::nics_of(const std::string& host) {
     return out;
 }
 
+namespace {
+// Everything `show` reports, as plain data: what the data-plane thread copies for it.
+struct fabric_snapshot {
+    struct nic_part {
+        nic::nic_counters counters;
+        nic::nic_node::resource_counts resources;
+        std::vector<nic::nic_node::qp_view> qps;
+    };
+    std::vector<switch_emu::switch_node::snapshot_data> switches;
+    std::vector<nic_part> nics; // hosts in order, their NICs in order
+    std::vector<link_counters> links;
+    std::vector<bool> links_up;
+    std::vector<link_faults> faults;
+};
+} // namespace
+
 nlohmann::json fabric::counters() {
-    auto read = [this] {
-        nlohmann::json out;
-        out["fabric"] = _topology.name;
-        nlohmann::json switches = nlohmann::json::array();
-        for (const auto& sw : _switches) switches.push_back(switch_emu::counters_json(*sw));
-        out["switches"] = std::move(switches);
-        nlohmann::json nics = nlohmann::json::array();
-        for (std::size_t h = 0; h < _nics.size(); ++h) {
-            for (const auto& n : _nics[h]) {
-                nlohmann::json c;
-                n->counters().for_each([&](const char* name, std::uint64_t value) { c[name] = value; });
-                const auto r = n->resources();
-                nlohmann::json resources = {{"contexts", r.contexts}, {"pds", r.pds},           {"mrs", r.mrs},
-                                            {"channels", r.channels}, {"cqs", r.cqs}, {"qps", r.qps}};
-                nlohmann::json qps = nlohmann::json::array();
-                for (const auto& q : n->queue_pairs(_driver->now())) qps.push_back(qp_json(q));
-                nics.push_back({{"host", n->spec().host},
-                                {"nic", n->spec().name},
-                                {"counters", std::move(c)},
-                                {"resources", std::move(resources)},
-                                {"qps", std::move(qps)}});
-            }
-        }
-        out["nics"] = std::move(nics);
-        nlohmann::json links = nlohmann::json::array();
+    // On the data-plane thread only the copy: formatting, however large the fabric, is this
+    // thread's, so reading the counters stalls forwarding for no more than a copy of them.
+    fabric_snapshot s;
+    auto copy = [this, &s] {
+        s.switches.resize(_switches.size());
+        for (std::size_t i = 0; i < _switches.size(); ++i) _switches[i]->snapshot(s.switches[i]);
+        const sim_time now = _driver->now();
+        for (const auto& host : _nics)
+            for (const auto& n : host) s.nics.push_back({n->counters(), n->resources(), n->queue_pairs(now)});
         for (std::size_t l = 0; l < _wiring.link_count(); ++l) {
             const link& k = _wiring.link_at(l);
-            const link_counters c = k.counters();
-            links.push_back({{"link", k.name()},
-                             {"tx_frames", c.tx_frames},
-                             {"tx_bytes", c.tx_bytes},
-                             {"drops_link_down", c.drops_link_down},
-                             {"drops_mtu", c.drops_mtu},
-                             {"drops_queue_full", c.drops_queue_full},
-                             {"drops_loss", c.drops_loss},
-                             {"frames_corrupted", c.frames_corrupted},
-                             {"frames_duplicated", c.frames_duplicated},
-                             {"frames_reordered", c.frames_reordered},
-                             {"duplicate_alloc_failures", c.duplicate_alloc_failures},
-                             {"up", k.is_up()},
-                             {"faults", faults_json(k.faults())}});
+            s.links.push_back(k.counters());
+            s.links_up.push_back(k.is_up());
+            s.faults.push_back(k.faults());
         }
-        out["links"] = std::move(links);
-        return out;
     };
-    if (_thread.joinable()) return _driver->mail().call(read);
-    return read();
+    if (_thread.joinable())
+        _driver->mail().call(copy);
+    else
+        copy();
+
+    nlohmann::json out;
+    out["fabric"] = _topology.name;
+    nlohmann::json switches = nlohmann::json::array();
+    for (std::size_t i = 0; i < _switches.size(); ++i)
+        switches.push_back(switch_emu::to_json(_switches[i]->name(), _switches[i]->spec(), s.switches[i]));
+    out["switches"] = std::move(switches);
+    nlohmann::json nics = nlohmann::json::array();
+    std::size_t index = 0;
+    for (const auto& host : _nics) {
+        for (const auto& n : host) {
+            const fabric_snapshot::nic_part& part = s.nics[index++];
+            nlohmann::json c;
+            part.counters.for_each([&](const char* name, std::uint64_t value) { c[name] = value; });
+            const auto& r = part.resources;
+            nlohmann::json resources = {{"contexts", r.contexts}, {"pds", r.pds},           {"mrs", r.mrs},
+                                        {"channels", r.channels}, {"cqs", r.cqs}, {"qps", r.qps}};
+            nlohmann::json qps = nlohmann::json::array();
+            for (const auto& q : part.qps) qps.push_back(qp_json(q));
+            // The spec is fixed at construction: any thread may read it.
+            nics.push_back({{"host", n->spec().host},
+                            {"nic", n->spec().name},
+                            {"counters", std::move(c)},
+                            {"resources", std::move(resources)},
+                            {"qps", std::move(qps)}});
+        }
+    }
+    out["nics"] = std::move(nics);
+    nlohmann::json links = nlohmann::json::array();
+    for (std::size_t l = 0; l < s.links.size(); ++l) {
+        const link_counters& c = s.links[l];
+        links.push_back({{"link", _wiring.link_at(l).name()},
+                         {"tx_frames", c.tx_frames},
+                         {"tx_bytes", c.tx_bytes},
+                         {"drops_link_down", c.drops_link_down},
+                         {"drops_mtu", c.drops_mtu},
+                         {"drops_queue_full", c.drops_queue_full},
+                         {"drops_loss", c.drops_loss},
+                         {"frames_corrupted", c.frames_corrupted},
+                         {"frames_duplicated", c.frames_duplicated},
+                         {"frames_reordered", c.frames_reordered},
+                         {"duplicate_alloc_failures", c.duplicate_alloc_failures},
+                         {"up", static_cast<bool>(s.links_up[l])},
+                         {"faults", faults_json(s.faults[l])}});
+    }
+    out["links"] = std::move(links);
+    return out;
 }
 
 } // namespace rocefab::control

@@ -59,7 +59,8 @@ public:
     std::string set_link(const std::string& endpoint, const std::optional<fault_update>& faults,
                          std::optional<bool> up, nlohmann::json* state = nullptr);
 
-    // Every counter of every switch port, NIC and link, read on the data-plane thread.
+    // Every counter of every switch port, NIC and link: copied on the data-plane thread,
+    // formatted on the caller's.
     nlohmann::json counters();
 
 private:
