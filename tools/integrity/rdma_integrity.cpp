@@ -29,6 +29,8 @@
 //
 // Only <infiniband/verbs.h>, the C/C++ standard library and POSIX sockets are used.
 
+#include "schedule.hpp"
+
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
@@ -57,41 +59,8 @@
 #include <string_view>
 #include <vector>
 
+namespace rocefab::tools::integrity {
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Operations: one table.
-
-enum class op_kind : std::uint8_t { send, send_imm, write, write_imm, read, cmp_swap, fetch_add };
-
-// Which area of the server's memory an operation addresses; every operation with a target is
-// named in a CHECK message, which is how the server accounts for it in sequence order.
-enum class target : std::uint8_t { none, write_area, read_area, atomic_area };
-
-struct op_info {
-    const char* name;
-    ibv_wr_opcode wr_opcode;
-    ibv_wc_opcode sender_completion;
-    target area;
-    bool consumes_receive;  // takes one receive WQE at the server
-    bool carries_immediate; // immediate = sequence number
-    bool carries_payload;   // the client sends the payload (else the NIC writes the client's buffer)
-    bool may_inline;
-};
-
-constexpr op_info op_table[] = {
-    {"send", IBV_WR_SEND, IBV_WC_SEND, target::none, true, false, true, true},
-    {"send_imm", IBV_WR_SEND_WITH_IMM, IBV_WC_SEND, target::none, true, true, true, true},
-    {"write", IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE, target::write_area, false, false, true, true},
-    {"write_imm", IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE, target::write_area, true, true, true, true},
-    {"read", IBV_WR_RDMA_READ, IBV_WC_RDMA_READ, target::read_area, false, false, false, false},
-    {"cmp_swap", IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP, target::atomic_area, false, false, false, false},
-    {"fetch_add", IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD, target::atomic_area, false, false, false, false},
-};
-constexpr const char* all_ops = "send,send_imm,write,write_imm,read,cmp_swap,fetch_add";
-constexpr unsigned op_count = sizeof op_table / sizeof op_table[0];
-
-const op_info& info(op_kind op) { return op_table[static_cast<unsigned>(op)]; }
 
 // ---------------------------------------------------------------------------------------------
 // Failure: the first error ends the run. The peer is told over TCP so that it stops too.
@@ -114,154 +83,6 @@ const char* g_role = "rdma-integrity";
         [[maybe_unused]] auto ignored = ::send(g_tcp, &e, 1, MSG_NOSIGNAL);
     }
     std::exit(1);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Deterministic randomness and payloads.
-
-constexpr std::uint64_t golden = 0x9E3779B97F4A7C15ull;
-
-constexpr std::uint64_t splitmix64(std::uint64_t x) {
-    x += golden;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-struct rng {
-    std::uint64_t state;
-    std::uint64_t next() { return splitmix64(state += golden); }
-    std::uint32_t below(std::uint32_t n) { return n ? static_cast<std::uint32_t>(next() % n) : 0; }
-};
-
-std::uint64_t payload_key(std::uint64_t seed, std::uint64_t seq) { return splitmix64(seed ^ splitmix64(seq + 1)); }
-
-// Byte i of a message is byte (i % 8) (little-endian) of splitmix64(key + (i / 8) * golden).
-std::uint64_t payload_word(std::uint64_t key, std::uint64_t word) { return splitmix64(key + word * golden); }
-
-void fill_payload(std::uint8_t* dst, std::size_t length, std::uint64_t key, std::uint64_t offset) {
-    while (length) {
-        const std::uint64_t word = payload_word(key, offset >> 3);
-        const unsigned first = offset & 7;
-        const std::size_t take = std::min<std::size_t>(8 - first, length);
-        if (take == 8 && std::endian::native == std::endian::little) {
-            std::memcpy(dst, &word, 8);
-        } else {
-            for (std::size_t i = 0; i < take; ++i) dst[i] = static_cast<std::uint8_t>(word >> (8 * (first + i)));
-        }
-        dst += take;
-        offset += take;
-        length -= take;
-    }
-}
-
-// The first offset (relative to `offset`) whose byte differs from the payload, or nullopt.
-std::optional<std::size_t> payload_mismatch(const std::uint8_t* p, std::size_t length, std::uint64_t key,
-                                            std::uint64_t offset, std::uint8_t* expected_byte) {
-    std::size_t done = 0;
-    while (done < length) {
-        const std::uint64_t word = payload_word(key, (offset + done) >> 3);
-        const unsigned first = (offset + done) & 7;
-        const std::size_t take = std::min<std::size_t>(8 - first, length - done);
-        if (take == 8 && std::endian::native == std::endian::little && std::memcmp(p + done, &word, 8) == 0) {
-            done += 8;
-            continue;
-        }
-        for (std::size_t i = 0; i < take; ++i) {
-            const auto want = static_cast<std::uint8_t>(word >> (8 * (first + i)));
-            if (p[done + i] != want) {
-                *expected_byte = want;
-                return done + i;
-            }
-        }
-        done += take;
-    }
-    return std::nullopt;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The schedule: what message `seq` is. Both sides compute it from the same parameters.
-
-struct run_parameters {
-    std::uint64_t seed = 1;
-    std::uint64_t messages = 10000;
-    std::uint32_t max_size = 65536;
-    std::uint32_t mtu = 1024;
-    std::uint32_t ops_mask = 0; // bit per op_kind
-};
-
-struct message_plan {
-    std::uint64_t seq;
-    op_kind op;
-    std::uint32_t size;             // an atomic's is 8
-    std::uint64_t read_offset = 0;  // read: where in the read area
-    std::uint32_t atomic_word = 0;  // atomics: which word of the atomic area
-    bool compare_hits = false;      // cmp_swap: compare with the current value, or with a different one
-    std::uint64_t operand = 0;      // cmp_swap: the swap value; fetch_add: the addend
-    std::uint64_t compare_flip = 0; // cmp_swap that misses: compare = current ^ compare_flip (non-zero)
-    rng r; // continues after the above: the sender draws its own choices (SGEs, inline, signal) from it
-};
-
-// The read area holds the payload of a key no message has; a READ of `size` bytes at `offset`
-// must return bytes [offset, offset + size) of it, so a READ from the wrong place shows.
-std::uint64_t read_area_size(const run_parameters& p) { return std::uint64_t(p.max_size) + 4096; }
-std::uint64_t read_area_key(std::uint64_t seed) { return splitmix64(seed ^ 0x52454144'41524541ull); }
-
-// The atomic area: words 1..atomic_words are targets; words 0 and atomic_words + 1 are guards
-// that no atomic may change.
-constexpr std::uint32_t atomic_words = 64;
-std::uint64_t initial_atomic_word(std::uint64_t seed, std::uint32_t word) {
-    return splitmix64(seed * golden ^ (0x41544F4D00000000ull + word));
-}
-
-// What an atomic sends and what it must do to a word holding `current`.
-struct atomic_step {
-    std::uint64_t compare_add, swap; // the work request's operands
-    std::uint64_t after;             // the word's value afterwards; the original returned is `current`
-};
-
-atomic_step step_of(const message_plan& m, std::uint64_t current) {
-    if (m.op == op_kind::fetch_add) return {m.operand, 0, current + m.operand};
-    const std::uint64_t compare = m.compare_hits ? current : current ^ m.compare_flip;
-    return {compare, m.operand, compare == current ? m.operand : current};
-}
-
-std::vector<op_kind> enabled_ops(std::uint32_t mask) {
-    std::vector<op_kind> ops;
-    for (unsigned i = 0; i < op_count; ++i)
-        if (mask & (1u << i)) ops.push_back(static_cast<op_kind>(i));
-    return ops;
-}
-
-std::uint32_t pick_size(rng& r, std::uint32_t max_size, std::uint32_t mtu) {
-    const std::uint32_t pick = r.below(100);
-    if (pick < 5) return 0;
-    if (pick < 8) return max_size;
-    if (pick < 20) { // around a multiple of the path MTU, where segmentation has its edges
-        const std::uint32_t multiples = std::max<std::uint32_t>(1, max_size / mtu);
-        const std::int64_t size = std::int64_t(1 + r.below(multiples)) * mtu + std::int64_t(r.below(3)) - 1;
-        return static_cast<std::uint32_t>(std::clamp<std::int64_t>(size, 0, max_size));
-    }
-    // Log-uniform: as many small messages as large ones.
-    const unsigned bits = static_cast<unsigned>(std::bit_width(max_size));
-    const std::uint32_t limit = std::min<std::uint64_t>(max_size, (1ull << r.below(bits + 1)) - 1);
-    return r.below(limit + 1);
-}
-
-message_plan plan_of(const run_parameters& p, const std::vector<op_kind>& ops, std::uint64_t seq) {
-    message_plan m{.seq = seq, .op = op_kind::send, .size = 0, .r = rng{splitmix64(p.seed * golden ^ splitmix64(seq))}};
-    m.op = ops[m.r.below(static_cast<std::uint32_t>(ops.size()))];
-    m.size = pick_size(m.r, p.max_size, p.mtu);
-    if (m.op == op_kind::read) {
-        m.read_offset = m.r.next() % (read_area_size(p) - m.size + 1);
-    } else if (info(m.op).area == target::atomic_area) {
-        m.size = 8;
-        m.atomic_word = 1 + m.r.below(atomic_words);
-        m.compare_hits = m.r.below(2) == 0;
-        m.operand = m.r.next();
-        m.compare_flip = m.r.next() | 1;
-    }
-    return m;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1747,8 +1568,10 @@ int connect_and_send(const options& o) {
 }
 
 } // namespace
+} // namespace rocefab::tools::integrity
 
 int main(int argc, char** argv) {
+    using namespace rocefab::tools::integrity;
     const options o = parse(argc, argv);
     return o.server ? serve(o) : connect_and_send(o);
 }
