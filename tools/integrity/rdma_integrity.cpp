@@ -30,6 +30,7 @@
 // Only <infiniband/verbs.h>, the C/C++ standard library and POSIX sockets are used.
 
 #include "schedule.hpp"
+#include "wire.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -84,69 +85,6 @@ const char* g_role = "rdma-integrity";
     }
     std::exit(1);
 }
-
-// ---------------------------------------------------------------------------------------------
-// Big-endian serialisation of the messages exchanged over TCP and over the QP.
-
-struct writer {
-    std::uint8_t* p;
-    void u32(std::uint32_t v) { v = htobe32(v); std::memcpy(p, &v, 4); p += 4; }
-    void u64(std::uint64_t v) { v = htobe64(v); std::memcpy(p, &v, 8); p += 8; }
-    void bytes(const void* b, std::size_t n) { std::memcpy(p, b, n); p += n; }
-};
-
-struct reader {
-    const std::uint8_t* p;
-    std::uint32_t u32() { std::uint32_t v; std::memcpy(&v, p, 4); p += 4; return be32toh(v); }
-    std::uint64_t u64() { std::uint64_t v; std::memcpy(&v, p, 8); p += 8; return be64toh(v); }
-    void bytes(void* b, std::size_t n) { std::memcpy(b, p, n); p += n; }
-};
-
-constexpr std::uint32_t hello_magic = 0x52494E31;  // "RIN1"
-constexpr std::uint32_t check_magic = 0x43484B31;  // "CHK1"
-constexpr std::uint32_t credit_magic = 0x43524431; // "CRD1"
-constexpr std::uint32_t control_immediate = 0x80000000u;
-
-// Client -> server over TCP.
-struct client_hello {
-    run_parameters run;
-    std::uint32_t qpn, psn, lid;
-    std::uint8_t gid[16];
-    static constexpr std::size_t wire_size = 4 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 16;
-};
-
-// Server -> client over TCP.
-struct server_hello {
-    std::uint32_t qpn, psn, lid;
-    std::uint8_t gid[16];
-    std::uint64_t region_address, region_size; // the write area
-    std::uint32_t rkey, receive_depth;
-    std::uint64_t read_address, atomic_address; // read_area_size(run) bytes; atomic_words + 2 words
-    std::uint32_t read_rkey, atomic_rkey;
-    static constexpr std::size_t wire_size = 4 + 4 + 4 + 4 + 16 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4;
-};
-
-// Client -> server over the QP.
-enum class control_type : std::uint32_t { check = 1, done = 2 };
-constexpr std::uint32_t flag_ack_request = 1;
-struct write_entry {
-    std::uint64_t seq, offset;
-    std::uint32_t length, op;
-};
-constexpr std::size_t max_writes_per_check = 8;
-constexpr std::size_t control_header_size = 4 * 4 + 8 + 8;
-constexpr std::size_t write_entry_size = 8 + 8 + 4 + 4;
-constexpr std::size_t max_control_size = control_header_size + max_writes_per_check * write_entry_size;
-
-// Server -> client over the QP.
-enum class credit_type : std::uint32_t { credit = 1, final = 2 };
-struct credit_message {
-    credit_type type;
-    std::uint64_t receives_reposted; // receives the server has consumed and posted again
-    std::uint64_t verified_through;  // every seq below this is verified
-    std::uint64_t messages, bytes;   // final: what the server saw
-    static constexpr std::size_t wire_size = 4 + 4 + 8 + 8 + 8 + 8;
-};
 
 // ---------------------------------------------------------------------------------------------
 // TCP set-up, as ibv_rc_pingpong does it.
@@ -517,9 +455,6 @@ private:
 constexpr std::size_t canary_gap = 64;
 constexpr std::uint8_t receive_canary = 0xA5;
 constexpr std::uint8_t region_canary = 0x5A;
-constexpr std::uint32_t server_send_depth = 32;
-constexpr std::uint32_t client_receive_depth = 32;
-constexpr std::size_t credit_slot = 64;
 
 // A receive slot: `pieces` scatter entries over a logical buffer of `capacity` bytes, each piece
 // followed by a canary gap that the NIC must never touch.
@@ -757,34 +692,29 @@ private:
             std::memcpy(message + offset, p, length);
         });
         check_and_restore_canary(slot, byte_len, _next_seq);
-        reader r{message};
-        const std::uint32_t magic = r.u32(), type = r.u32(), flags = r.u32(), count = r.u32();
-        const std::uint64_t messages = r.u64(), bytes = r.u64();
-        if (magic != check_magic) fail("control message with magic 0x%08x", magic);
-        if (byte_len != control_header_size + count * write_entry_size || count > max_writes_per_check)
-            fail("control message of %u bytes with %u entries", byte_len, count);
-        if (type == static_cast<std::uint32_t>(control_type::check)) {
-            for (std::uint32_t i = 0; i < count; ++i) {
-                write_entry e{r.u64(), r.u64(), r.u32(), r.u32()};
-                verify_entry(e);
-            }
+        const control_header h = decode_control_header(message);
+        if (h.magic != check_magic) fail("control message with magic 0x%08x", h.magic);
+        if (byte_len != control_header_size + h.count * write_entry_size || h.count > max_writes_per_check)
+            fail("control message of %u bytes with %u entries", byte_len, h.count);
+        if (h.type == static_cast<std::uint32_t>(control_type::check)) {
+            for (std::uint32_t i = 0; i < h.count; ++i) verify_entry(decode_write_entry(message, i));
             if (!_immediates.empty())
                 fail("write_imm seq %llu completed at the server but no CHECK named it",
                      static_cast<unsigned long long>(_immediates.front()));
-        } else if (type == static_cast<std::uint32_t>(control_type::done)) {
-            if (_next_seq != _run.messages || messages != _run.messages)
+        } else if (h.type == static_cast<std::uint32_t>(control_type::done)) {
+            if (_next_seq != _run.messages || h.messages != _run.messages)
                 fail("DONE after %llu messages (client says %llu), expected %llu",
-                     static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(messages),
+                     static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(h.messages),
                      static_cast<unsigned long long>(_run.messages));
-            if (bytes != _bytes)
-                fail("DONE: client sent %llu bytes, server verified %llu", static_cast<unsigned long long>(bytes),
+            if (h.bytes != _bytes)
+                fail("DONE: client sent %llu bytes, server verified %llu", static_cast<unsigned long long>(h.bytes),
                      static_cast<unsigned long long>(_bytes));
             verify_atomic_area();
             _finishing = true;
         } else {
-            fail("control message of unknown type %u", type);
+            fail("control message of unknown type %u", h.type);
         }
-        if (flags & flag_ack_request) _credit_wanted = true;
+        if (h.flags & flag_ack_request) _credit_wanted = true;
     }
 
     // A CHECK entry: the next message in sequence, a WRITE, READ or atomic.
@@ -872,13 +802,12 @@ private:
         if (!(_credit_wanted || (_finishing && !_finished)) || _sends_outstanding >= server_send_depth) return false;
         const std::uint64_t wr_id = _sends_posted++;
         std::uint8_t* slot = _credits.data() + (wr_id % server_send_depth) * credit_slot;
-        writer w{slot};
-        w.u32(credit_magic);
-        w.u32(static_cast<std::uint32_t>(_finishing ? credit_type::final : credit_type::credit));
-        w.u64(_receives_posted - _depth);
-        w.u64(_next_seq);
-        w.u64(_next_seq);
-        w.u64(_bytes);
+        encode(credit_message{.type = _finishing ? credit_type::final : credit_type::credit,
+                              .receives_reposted = _receives_posted - _depth,
+                              .verified_through = _next_seq,
+                              .messages = _next_seq,
+                              .bytes = _bytes},
+               slot);
         ibv_sge sge{reinterpret_cast<std::uintptr_t>(slot), static_cast<std::uint32_t>(credit_message::wire_size),
                     _credits_mr->lkey};
         ibv_send_wr wr{};
@@ -1019,10 +948,11 @@ private:
                 wc.byte_len != credit_message::wire_size)
                 fail("credit message: opcode %s, %u bytes, flags 0x%x; expected RECV of %zu bytes",
                      wc_opcode_name(wc.opcode), wc.byte_len, wc.wc_flags, credit_message::wire_size);
-            reader r{_receive.data() + (wc.wr_id % client_receive_depth) * credit_slot};
-            if (r.u32() != credit_magic) fail("credit message with a bad magic");
-            const std::uint32_t type = r.u32();
-            const std::uint64_t reposted = r.u64(), verified = r.u64(), messages = r.u64(), bytes = r.u64();
+            const std::optional<credit_message> credit =
+                decode_credit(_receive.data() + (wc.wr_id % client_receive_depth) * credit_slot);
+            if (!credit) fail("credit message with a bad magic");
+            const std::uint64_t reposted = credit->receives_reposted, verified = credit->verified_through,
+                                messages = credit->messages, bytes = credit->bytes;
             if (reposted < _server_reposted || reposted > _receives_used || verified > _next_seq)
                 fail("credit message out of range: %llu receives reposted (%llu used), verified through %llu (%llu sent)",
                      static_cast<unsigned long long>(reposted), static_cast<unsigned long long>(_receives_used),
@@ -1030,7 +960,7 @@ private:
             _server_reposted = reposted;
             _region_ring->release_below(verified);
             _ack_pending = false;
-            if (type == static_cast<std::uint32_t>(credit_type::final)) {
+            if (credit->type == credit_type::final) {
                 if (!_done_sent) fail("final credit before DONE");
                 if (messages != _run.messages || bytes != _bytes)
                     fail("server verified %llu messages and %llu bytes; client sent %llu and %llu",
@@ -1241,20 +1171,7 @@ private:
         const bool ack = !_ack_pending && (force_ack || type == control_type::done ||
                                            _region_ring->occupied() * 2 > _region_ring->size() ||
                                            credits() * 2 < static_cast<std::int64_t>(_server_depth));
-        writer w{p};
-        w.u32(check_magic);
-        w.u32(static_cast<std::uint32_t>(type));
-        w.u32(ack ? flag_ack_request : 0);
-        w.u32(static_cast<std::uint32_t>(_batch.size()));
-        w.u64(_next_seq);
-        w.u64(_bytes);
-        for (const write_entry& e : _batch) {
-            w.u64(e.seq);
-            w.u64(e.offset);
-            w.u32(e.length);
-            w.u32(e.op);
-        }
-        const auto length = static_cast<std::uint32_t>(w.p - p);
+        const auto length = static_cast<std::uint32_t>(encode_control(p, type, ack, _next_seq, _bytes, _batch));
         const bool inline_data = length <= _v.max_inline && (_controls_sent & 1);
         std::uint8_t* pieces[1] = {p};
         add(IBV_WR_SEND_WITH_IMM, control_immediate | static_cast<std::uint32_t>(_controls_sent & 0xffffff),
@@ -1482,38 +1399,15 @@ int serve(const options& o) {
     g_tcp = tcp_listen_and_accept(o.port);
     std::uint8_t in[client_hello::wire_size];
     read_all(g_tcp, in, sizeof in);
-    reader r{in};
-    if (r.u32() != hello_magic) fail("the peer is not an rdma-integrity client");
-    client_hello c{};
-    c.run.seed = r.u64();
-    c.run.messages = r.u64();
-    c.run.max_size = r.u32();
-    c.run.mtu = r.u32();
-    c.run.ops_mask = r.u32();
-    c.qpn = r.u32();
-    c.psn = r.u32();
-    c.lid = r.u32();
-    r.bytes(c.gid, 16);
+    const std::optional<client_hello> hello = decode_client_hello(in);
+    if (!hello) fail("the peer is not an rdma-integrity client");
+    const client_hello c = *hello;
     if (c.run.ops_mask == 0 || enabled_ops(c.run.ops_mask).empty() || (c.run.ops_mask >> op_count))
         fail("the client asked for opcodes 0x%x", c.run.ops_mask);
     server s(v, o, c);
     connect_queue_pair(v, o, c.run.mtu, c.qpn, c.psn, c.lid, c.gid);
-    const server_hello h = s.hello();
     std::uint8_t out[server_hello::wire_size];
-    writer w{out};
-    w.u32(hello_magic);
-    w.u32(h.qpn);
-    w.u32(h.psn);
-    w.u32(h.lid);
-    w.bytes(h.gid, 16);
-    w.u64(h.region_address);
-    w.u64(h.region_size);
-    w.u32(h.rkey);
-    w.u32(h.receive_depth);
-    w.u64(h.read_address);
-    w.u64(h.atomic_address);
-    w.u32(h.read_rkey);
-    w.u32(h.atomic_rkey);
+    encode(s.hello(), out);
     write_all(g_tcp, out, sizeof out); // every receive is posted: the client may send
     s.run();
     final_barrier(g_tcp);
@@ -1526,37 +1420,14 @@ int connect_and_send(const options& o) {
     open_device(v, o);
     client c(v, o);
     g_tcp = tcp_connect(o.host, o.port);
-    const client_hello h = c.hello();
     std::uint8_t out[client_hello::wire_size];
-    writer w{out};
-    w.u32(hello_magic);
-    w.u64(h.run.seed);
-    w.u64(h.run.messages);
-    w.u32(h.run.max_size);
-    w.u32(h.run.mtu);
-    w.u32(h.run.ops_mask);
-    w.u32(h.qpn);
-    w.u32(h.psn);
-    w.u32(h.lid);
-    w.bytes(h.gid, 16);
+    encode(c.hello(), out);
     write_all(g_tcp, out, sizeof out);
     std::uint8_t in[server_hello::wire_size];
     read_all(g_tcp, in, sizeof in);
-    reader r{in};
-    if (r.u32() != hello_magic) fail("the peer is not an rdma-integrity server");
-    server_hello s{};
-    s.qpn = r.u32();
-    s.psn = r.u32();
-    s.lid = r.u32();
-    r.bytes(s.gid, 16);
-    s.region_address = r.u64();
-    s.region_size = r.u64();
-    s.rkey = r.u32();
-    s.receive_depth = r.u32();
-    s.read_address = r.u64();
-    s.atomic_address = r.u64();
-    s.read_rkey = r.u32();
-    s.atomic_rkey = r.u32();
+    const std::optional<server_hello> hello = decode_server_hello(in);
+    if (!hello) fail("the peer is not an rdma-integrity server");
+    const server_hello s = *hello;
     if (s.receive_depth < 4) fail("the server offers %u receives", s.receive_depth);
     if (s.region_size < o.run.max_size) fail("the server's region (%llu bytes) is smaller than --max-size",
                                              static_cast<unsigned long long>(s.region_size));
