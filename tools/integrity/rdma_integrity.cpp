@@ -29,6 +29,7 @@
 //
 // Only <infiniband/verbs.h>, the C/C++ standard library and POSIX sockets are used.
 
+#include "communication.hpp"
 #include "parameters.hpp"
 #include "schedule.hpp"
 #include "wire.hpp"
@@ -36,166 +37,20 @@
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
-#include <endian.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
-#include <chrono>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <optional>
 #include <random>
-#include <string>
-#include <string_view>
 #include <vector>
 
 namespace rocefab::tools::integrity {
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Failure: the first error ends the run. The peer is told over TCP so that it stops too.
-
-int g_tcp = -1;
-bool g_peer_done = false; // the peer sent 'D' and waits in the final barrier
-const char* g_role = "rdma-integrity";
-
-[[noreturn]] void fail(const char* format, ...) __attribute__((format(printf, 1, 2)));
-[[noreturn]] void fail(const char* format, ...) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "rdma-integrity: %s: error: ", g_role);
-    va_list args;
-    va_start(args, format);
-    std::vfprintf(stderr, format, args);
-    va_end(args);
-    std::fputc('\n', stderr);
-    if (g_tcp >= 0) {
-        const char e = 'E';
-        [[maybe_unused]] auto ignored = ::send(g_tcp, &e, 1, MSG_NOSIGNAL);
-    }
-    std::exit(1);
-}
-
-// ---------------------------------------------------------------------------------------------
-// TCP set-up, as ibv_rc_pingpong does it.
-
-void write_all(int fd, const void* data, std::size_t n) {
-    auto p = static_cast<const char*>(data);
-    while (n) {
-        const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) fail("TCP send: %s", std::strerror(errno));
-        p += k;
-        n -= static_cast<std::size_t>(k);
-    }
-}
-
-void read_all(int fd, void* data, std::size_t n) {
-    auto p = static_cast<char*>(data);
-    while (n) {
-        const ssize_t k = ::recv(fd, p, n, 0);
-        if (k < 0 && errno == EINTR) continue;
-        if (k == 0) fail("TCP: the peer closed the connection during set-up");
-        if (k < 0) fail("TCP receive: %s", std::strerror(errno));
-        p += k;
-        n -= static_cast<std::size_t>(k);
-    }
-}
-
-int tcp_listen_and_accept(std::uint16_t port) {
-    // IPv6 with IPv4-mapped addresses when the kernel has IPv6, plain IPv4 otherwise.
-    int s = ::socket(AF_INET6, SOCK_STREAM, 0);
-    int one = 1, zero = 0;
-    int bound = -1;
-    if (s >= 0) {
-        ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        ::setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-        sockaddr_in6 a{};
-        a.sin6_family = AF_INET6;
-        a.sin6_addr = in6addr_any;
-        a.sin6_port = htons(port);
-        bound = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    }
-    if (s < 0 || (bound < 0 && errno == EAFNOSUPPORT)) {
-        if (s >= 0) ::close(s);
-        s = ::socket(AF_INET, SOCK_STREAM, 0);
-        if (s < 0) fail("socket: %s", std::strerror(errno));
-        ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_ANY);
-        a.sin_port = htons(port);
-        bound = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    }
-    if (bound < 0) fail("bind to port %u: %s", port, std::strerror(errno));
-    if (::listen(s, 1) < 0) fail("listen: %s", std::strerror(errno));
-    const int c = ::accept(s, nullptr, nullptr);
-    if (c < 0) fail("accept: %s", std::strerror(errno));
-    ::close(s);
-    ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return c;
-}
-
-int tcp_connect(const std::string& host, std::uint16_t port) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    const std::string service = std::to_string(port);
-    if (const int e = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); e)
-        fail("%s: %s", host.c_str(), ::gai_strerror(e));
-    // The server may still be setting up: retry for a while, as a user would.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    for (;;) {
-        for (addrinfo* a = found; a; a = a->ai_next) {
-            const int s = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-            if (s < 0) continue;
-            if (::connect(s, a->ai_addr, a->ai_addrlen) == 0) {
-                ::freeaddrinfo(found);
-                int one = 1;
-                ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                return s;
-            }
-            ::close(s);
-        }
-        if (std::chrono::steady_clock::now() > deadline) fail("couldn't connect to %s:%u", host.c_str(), port);
-        ::usleep(100000);
-    }
-}
-
-// During the run the TCP connection carries one byte: 'D' when a side is done, 'E' on error.
-// Returns true when the peer failed or vanished.
-bool peer_failed(int fd) {
-    if (g_peer_done) return false;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 0) <= 0) return false;
-    char c;
-    const ssize_t k = ::recv(fd, &c, 1, MSG_PEEK);
-    if (k == 1 && c == 'D') { // done first; the byte is read by the final barrier
-        g_peer_done = true;
-        return false;
-    }
-    return true;
-}
-
-void final_barrier(int fd) {
-    const char d = 'D';
-    write_all(fd, &d, 1);
-    char c = 0;
-    const ssize_t k = ::recv(fd, &c, 1, MSG_WAITALL);
-    if (k != 1 || c != 'D') fail("the peer did not finish cleanly");
-}
 
 // ---------------------------------------------------------------------------------------------
 // Verbs resources common to both sides.
@@ -214,38 +69,38 @@ struct verbs_context {
     bool armed = false;
 };
 
-void open_device(verbs_context& v, const options& o) {
+void open_device(verbs_context& v, const options& o, const peer_link& peer) {
     int n = 0;
     ibv_device** list = ibv_get_device_list(&n);
-    if (!list || n == 0) fail("no RDMA devices found");
+    if (!list || n == 0) fail(peer, "no RDMA devices found");
     ibv_device* chosen = nullptr;
     for (int i = 0; i < n; ++i)
         if (o.device.empty() || o.device == ibv_get_device_name(list[i])) {
             chosen = list[i];
             break;
         }
-    if (!chosen) fail("device %s not found", o.device.c_str());
+    if (!chosen) fail(peer, "device %s not found", o.device.c_str());
     v.context = ibv_open_device(chosen);
-    if (!v.context) fail("ibv_open_device %s: %s", ibv_get_device_name(chosen), std::strerror(errno));
+    if (!v.context) fail(peer, "ibv_open_device %s: %s", ibv_get_device_name(chosen), std::strerror(errno));
     ibv_free_device_list(list);
-    if (ibv_query_device(v.context, &v.device)) fail("ibv_query_device failed");
-    if (ibv_query_port(v.context, 1, &v.port)) fail("ibv_query_port failed");
-    if (ibv_query_gid(v.context, 1, o.gid_index, &v.gid)) fail("ibv_query_gid index %d failed", o.gid_index);
+    if (ibv_query_device(v.context, &v.device)) fail(peer, "ibv_query_device failed");
+    if (ibv_query_port(v.context, 1, &v.port)) fail(peer, "ibv_query_port failed");
+    if (ibv_query_gid(v.context, 1, o.gid_index, &v.gid)) fail(peer, "ibv_query_gid index %d failed", o.gid_index);
     v.pd = ibv_alloc_pd(v.context);
-    if (!v.pd) fail("ibv_alloc_pd failed");
+    if (!v.pd) fail(peer, "ibv_alloc_pd failed");
     if (o.events) {
         v.channel = ibv_create_comp_channel(v.context);
-        if (!v.channel) fail("ibv_create_comp_channel failed");
+        if (!v.channel) fail(peer, "ibv_create_comp_channel failed");
     }
     std::random_device entropy;
     v.psn = entropy() & 0xffffff;
 }
 
 void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t receive_depth,
-                       std::uint32_t send_sge, std::uint32_t recv_sge, int remote_access) {
+                       std::uint32_t send_sge, std::uint32_t recv_sge, int remote_access, const peer_link& peer) {
     const int cqe = static_cast<int>(send_depth + receive_depth + 16);
     v.cq = ibv_create_cq(v.context, std::min(cqe, v.device.max_cqe), nullptr, v.channel, 0);
-    if (!v.cq) fail("ibv_create_cq(%d) failed", cqe);
+    if (!v.cq) fail(peer, "ibv_create_cq(%d) failed", cqe);
     const std::uint32_t sge_limit = static_cast<std::uint32_t>(std::max(1, v.device.max_sge));
     // Not every device offers 256 bytes of inline data; take the most it grants.
     for (std::uint32_t inline_data : {256u, 64u, 0u}) {
@@ -268,20 +123,21 @@ void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t
             break;
         }
     }
-    if (!v.qp) fail("ibv_create_qp failed: %s", std::strerror(errno));
+    if (!v.qp) fail(peer, "ibv_create_qp failed: %s", std::strerror(errno));
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_INIT;
     attr.pkey_index = 0;
     attr.port_num = 1;
     attr.qp_access_flags = remote_access;
     if (ibv_modify_qp(v.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-        fail("ibv_modify_qp to INIT failed");
+        fail(peer, "ibv_modify_qp to INIT failed");
 }
 
 ibv_mtu mtu_enum(std::uint32_t mtu) { return mtu == 4096 ? IBV_MTU_4096 : IBV_MTU_1024; }
 
 void connect_queue_pair(verbs_context& v, const options& o, std::uint32_t mtu, std::uint32_t remote_qpn,
-                        std::uint32_t remote_psn, std::uint32_t remote_lid, const std::uint8_t remote_gid[16]) {
+                        std::uint32_t remote_psn, std::uint32_t remote_lid, const std::uint8_t remote_gid[16],
+                        const peer_link& peer) {
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_RTR;
     attr.path_mtu = mtu_enum(mtu);
@@ -300,7 +156,7 @@ void connect_queue_pair(verbs_context& v, const options& o, std::uint32_t mtu, s
     if (ibv_modify_qp(v.qp, &attr,
                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-        fail("ibv_modify_qp to RTR failed (path MTU %u, GID index %d)", mtu, o.gid_index);
+        fail(peer, "ibv_modify_qp to RTR failed (path MTU %u, GID index %d)", mtu, o.gid_index);
     attr = {};
     attr.qp_state = IBV_QPS_RTS;
     attr.timeout = 14;
@@ -311,46 +167,45 @@ void connect_queue_pair(verbs_context& v, const options& o, std::uint32_t mtu, s
     if (ibv_modify_qp(v.qp, &attr,
                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                           IBV_QP_MAX_QP_RD_ATOMIC))
-        fail("ibv_modify_qp to RTS failed");
+        fail(peer, "ibv_modify_qp to RTS failed");
 }
 
-ibv_mr* register_memory(verbs_context& v, std::vector<std::uint8_t>& buffer, int access) {
+ibv_mr* register_memory(verbs_context& v, std::vector<std::uint8_t>& buffer, int access, const peer_link& peer) {
     ibv_mr* mr = ibv_reg_mr(v.pd, buffer.data(), buffer.size(), access);
-    if (!mr) fail("ibv_reg_mr of %zu bytes failed: %s", buffer.size(), std::strerror(errno));
+    if (!mr) fail(peer, "ibv_reg_mr of %zu bytes failed: %s", buffer.size(), std::strerror(errno));
     return mr;
 }
 
-// Polls up to `n` completions. With completion events, when the CQ is empty, arms it (then polls
-// once more, closing the race) and finally sleeps on the channel and the TCP socket.
-int poll_completions(verbs_context& v, ibv_wc* wc, int n) {
+int poll_completions(verbs_context& v, ibv_wc* wc, int n, const peer_link& peer) {
     const int got = ibv_poll_cq(v.cq, n, wc);
-    if (got < 0) fail("ibv_poll_cq failed");
+    if (got < 0) fail(peer, "ibv_poll_cq failed");
     return got;
 }
 
-void wait_for_completion(verbs_context& v) {
+void wait_for_completion(verbs_context& v, const peer_link& peer) {
     if (!v.channel) return;
     if (!v.armed) {
-        if (ibv_req_notify_cq(v.cq, 0)) fail("ibv_req_notify_cq failed");
+        if (ibv_req_notify_cq(v.cq, 0)) fail(peer, "ibv_req_notify_cq failed");
         v.armed = true;
         return; // the caller polls again before sleeping
     }
-    pollfd fds[2] = {{v.channel->fd, POLLIN, 0}, {g_tcp, POLLIN, 0}};
-    if (::poll(fds, g_peer_done ? 1 : 2, 1000) < 0 && errno != EINTR) fail("poll: %s", std::strerror(errno));
+    // The peer's socket too: a peer that fails while this side sleeps wakes it.
+    pollfd fds[2] = {{v.channel->fd, POLLIN, 0}, {peer.fd(), POLLIN, 0}};
+    if (::poll(fds, peer.peer_done() ? 1 : 2, 1000) < 0 && errno != EINTR) fail(peer, "poll: %s", std::strerror(errno));
     if (fds[0].revents & POLLIN) {
         ibv_cq* cq;
         void* ctx;
-        if (ibv_get_cq_event(v.channel, &cq, &ctx)) fail("ibv_get_cq_event failed");
-        if (cq != v.cq) fail("completion event for an unknown CQ");
+        if (ibv_get_cq_event(v.channel, &cq, &ctx)) fail(peer, "ibv_get_cq_event failed");
+        if (cq != v.cq) fail(peer, "completion event for an unknown CQ");
         ibv_ack_cq_events(cq, 1);
         v.armed = false;
     }
 }
 
-void check_status(const ibv_wc& wc) {
+void check_status(const ibv_wc& wc, const peer_link& peer) {
     if (wc.status != IBV_WC_SUCCESS)
-        fail("completion wr_id %llu: status %s (%d), vendor error 0x%x", static_cast<unsigned long long>(wc.wr_id),
-             ibv_wc_status_str(wc.status), wc.status, wc.vendor_err);
+        fail(peer, "completion wr_id %llu: status %s (%d), vendor error 0x%x",
+             static_cast<unsigned long long>(wc.wr_id), ibv_wc_status_str(wc.status), wc.status, wc.vendor_err);
 }
 
 const char* wc_opcode_name(int op) {
@@ -365,19 +220,6 @@ const char* wc_opcode_name(int op) {
     default: return "other";
     }
 }
-
-// Stall watchdog: a run that stops making progress reports where it stood instead of hanging.
-struct watchdog {
-    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
-    unsigned idle = 0;
-    void progress() { last = std::chrono::steady_clock::now(); idle = 0; }
-    // Call when an iteration did nothing; returns true when it is time to give up.
-    bool idle_and_expired(unsigned seconds, bool events) {
-        if (!events && (++idle & 4095)) return false;
-        if (peer_failed(g_tcp)) fail("the peer reported an error or closed the connection");
-        return std::chrono::steady_clock::now() - last > std::chrono::seconds(seconds);
-    }
-};
 
 // A ring of bytes handed out in order and released in order, each allocation tagged with a key
 // (a work request index or a sequence number) so that "everything up to key K is done" frees it.
@@ -456,8 +298,8 @@ struct receive_layout {
 
 class server {
 public:
-    server(verbs_context& v, const options& o, const client_hello& hello)
-        : _v(v), _o(o), _run(hello.run), _ops(enabled_ops(hello.run.ops_mask)) {
+    server(verbs_context& v, const options& o, peer_link& peer, const client_hello& hello)
+        : _v(v), _o(o), _peer(peer), _run(hello.run), _ops(enabled_ops(hello.run.ops_mask)) {
         const std::size_t capacity = std::max<std::size_t>(_run.max_size, max_control_size);
         // 256 receives, fewer for big messages: the receive buffers stay under 64 MiB.
         _depth = static_cast<std::uint32_t>(std::clamp<std::size_t>((64u << 20) / (capacity + 4 * canary_gap), 16, 256));
@@ -466,25 +308,26 @@ public:
         _layout.max_pieces = 3;
         create_queue_pair(v, server_send_depth, _depth, 1, _layout.max_pieces,
                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                              IBV_ACCESS_REMOTE_ATOMIC);
+                              IBV_ACCESS_REMOTE_ATOMIC,
+                          _peer);
         _layout.max_pieces = std::max<std::uint32_t>(1, std::min(_layout.max_pieces, v.max_recv_sge));
         _layout.stride = (capacity + _layout.max_pieces * (canary_gap + 8) + 63) & ~std::size_t(63);
         _receive.assign(_layout.stride * _depth, receive_canary);
-        _receive_mr = register_memory(v, _receive, IBV_ACCESS_LOCAL_WRITE);
+        _receive_mr = register_memory(v, _receive, IBV_ACCESS_LOCAL_WRITE, _peer);
         _region.assign(std::max<std::size_t>(4ull * _run.max_size, 256u << 10), region_canary);
-        _region_mr = register_memory(v, _region, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        _region_mr = register_memory(v, _region, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, _peer);
         // Each area grants only the remote access its operations need.
         _read_source.resize(read_area_size(_run));
         fill_payload(_read_source.data(), _read_source.size(), read_area_key(_run.seed), 0);
-        _read_mr = register_memory(v, _read_source, IBV_ACCESS_REMOTE_READ);
+        _read_mr = register_memory(v, _read_source, IBV_ACCESS_REMOTE_READ, _peer);
         for (std::uint32_t i = 0; i < atomic_words + 2; ++i) _atomic_model[i] = initial_atomic_word(_run.seed, i);
         _atomic_area.assign(atomic_words + 2, 0);
         std::memcpy(_atomic_area.data(), _atomic_model.data(), _atomic_area.size() * 8);
         _atomic_mr = ibv_reg_mr(v.pd, _atomic_area.data(), _atomic_area.size() * 8,
                                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
-        if (!_atomic_mr) fail("ibv_reg_mr of the atomic area failed: %s", std::strerror(errno));
+        if (!_atomic_mr) fail(_peer, "ibv_reg_mr of the atomic area failed: %s", std::strerror(errno));
         _credits.assign(credit_slot * server_send_depth, 0);
-        _credits_mr = register_memory(v, _credits, IBV_ACCESS_LOCAL_WRITE);
+        _credits_mr = register_memory(v, _credits, IBV_ACCESS_LOCAL_WRITE, _peer);
         for (std::uint32_t i = 0; i < _depth; ++i) post_receive();
     }
 
@@ -509,18 +352,18 @@ public:
         ibv_wc wc[32];
         watchdog dog;
         while (!(_finished && _sends_outstanding == 0)) {
-            const int n = poll_completions(_v, wc, 32);
+            const int n = poll_completions(_v, wc, 32, _peer);
             for (int i = 0; i < n; ++i) handle(wc[i]);
             const bool sent = maybe_send_credit();
             if (n > 0 || sent) {
                 dog.progress();
                 continue;
             }
-            if (dog.idle_and_expired(_o.stall_seconds, _v.channel))
-                fail("stalled for %u s: %llu of %llu messages verified, %llu receives completed", _o.stall_seconds,
+            if (dog.idle_and_expired(_o.stall_seconds, _v.channel, _peer))
+                fail(_peer, "stalled for %u s: %llu of %llu messages verified, %llu receives completed", _o.stall_seconds,
                      static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(_run.messages),
                      static_cast<unsigned long long>(_receives_completed));
-            wait_for_completion(_v);
+            wait_for_completion(_v, _peer);
         }
         std::printf("rdma-integrity: %llu messages, %llu bytes, 0 errors\n",
                     static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(_bytes));
@@ -545,7 +388,7 @@ private:
         wr.sg_list = sge;
         wr.num_sge = static_cast<int>(pieces);
         ibv_recv_wr* bad = nullptr;
-        if (const int e = ibv_post_recv(_v.qp, &wr, &bad)) fail("ibv_post_recv: %s", std::strerror(e));
+        if (const int e = ibv_post_recv(_v.qp, &wr, &bad)) fail(_peer, "ibv_post_recv: %s", std::strerror(e));
     }
 
     // Calls f(logical_offset, pointer, length) for each piece of the slot's first `length` bytes.
@@ -565,7 +408,7 @@ private:
         for_each_piece(slot, byte_len, [&](std::size_t offset, std::uint8_t* p, std::size_t length) {
             std::uint8_t want = 0;
             if (auto bad = payload_mismatch(p, length, key, offset, &want))
-                fail("seq %llu (%s, %u bytes): byte at offset %zu: expected 0x%02x, got 0x%02x",
+                fail(_peer, "seq %llu (%s, %u bytes): byte at offset %zu: expected 0x%02x, got 0x%02x",
                      static_cast<unsigned long long>(m.seq), info(m.op).name, m.size, offset + *bad, want, p[*bad]);
         });
         check_and_restore_canary(slot, byte_len, m.seq);
@@ -584,11 +427,11 @@ private:
             const std::size_t check_end = std::min(length, data + 64);
             for (std::size_t i = data; i < check_end; ++i)
                 if (p[i] != receive_canary)
-                    fail("seq %llu: receive buffer written beyond the message's %zu bytes at offset %zu (got 0x%02x)",
+                    fail(_peer, "seq %llu: receive buffer written beyond the message's %zu bytes at offset %zu (got 0x%02x)",
                          static_cast<unsigned long long>(seq), byte_len, start + i, p[i]);
             for (std::size_t i = 0; i < canary_gap; ++i)
                 if (p[length + i] != receive_canary)
-                    fail("seq %llu: receive scatter gap %u written at byte %zu (got 0x%02x)",
+                    fail(_peer, "seq %llu: receive scatter gap %u written at byte %zu (got 0x%02x)",
                          static_cast<unsigned long long>(seq), j, i, p[length + i]);
             std::memset(p, receive_canary, data);
         }
@@ -596,18 +439,18 @@ private:
 
     message_plan expect(std::uint64_t seq) {
         if (seq >= _run.messages)
-            fail("message beyond the end of the run: seq %llu of %llu", static_cast<unsigned long long>(seq),
+            fail(_peer, "message beyond the end of the run: seq %llu of %llu", static_cast<unsigned long long>(seq),
                  static_cast<unsigned long long>(_run.messages));
         return plan_of(_run, _ops, seq);
     }
 
     void handle(const ibv_wc& wc) {
         // Only wr_id, status, qp_num and vendor_err are valid in a failed completion.
-        check_status(wc);
-        if (wc.qp_num != _v.qp->qp_num) fail("completion for QP %u, expected %u", wc.qp_num, _v.qp->qp_num);
+        check_status(wc, _peer);
+        if (wc.qp_num != _v.qp->qp_num) fail(_peer, "completion for QP %u, expected %u", wc.qp_num, _v.qp->qp_num);
         if (wc.opcode & IBV_WC_RECV) {
             if (wc.wr_id != _receives_completed)
-                fail("receive completion out of order: wr_id %llu, expected %llu",
+                fail(_peer, "receive completion out of order: wr_id %llu, expected %llu",
                      static_cast<unsigned long long>(wc.wr_id), static_cast<unsigned long long>(_receives_completed));
             ++_receives_completed;
             handle_receive(wc);
@@ -615,9 +458,9 @@ private:
             if (_receives_posted - _depth - _credited >= _depth / 4) _credit_wanted = true;
             return;
         }
-        if (wc.opcode != IBV_WC_SEND) fail("send completion with opcode %s, expected SEND", wc_opcode_name(wc.opcode));
+        if (wc.opcode != IBV_WC_SEND) fail(_peer, "send completion with opcode %s, expected SEND", wc_opcode_name(wc.opcode));
         if (wc.wr_id != _sends_completed)
-            fail("send completion out of order: wr_id %llu, expected %llu", static_cast<unsigned long long>(wc.wr_id),
+            fail(_peer, "send completion out of order: wr_id %llu, expected %llu", static_cast<unsigned long long>(wc.wr_id),
                  static_cast<unsigned long long>(_sends_completed));
         ++_sends_completed;
         --_sends_outstanding;
@@ -629,21 +472,21 @@ private:
         const std::uint32_t imm = with_imm ? ntohl(wc.imm_data) : 0;
         if (wc.opcode == IBV_WC_RECV && with_imm && (imm & control_immediate)) return handle_control(slot, wc.byte_len);
         if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-            if (!with_imm) fail("RECV_RDMA_WITH_IMM completion without IBV_WC_WITH_IMM");
+            if (!with_imm) fail(_peer, "RECV_RDMA_WITH_IMM completion without IBV_WC_WITH_IMM");
             return handle_write_immediate(slot, imm, wc.byte_len);
         }
-        if (wc.opcode != IBV_WC_RECV) fail("receive completion with opcode %s", wc_opcode_name(wc.opcode));
+        if (wc.opcode != IBV_WC_RECV) fail(_peer, "receive completion with opcode %s", wc_opcode_name(wc.opcode));
         // A data SEND: it must be the next message, and every WRITE before it already checked.
         const message_plan m = expect(_next_seq);
         const op_kind got = with_imm ? op_kind::send_imm : op_kind::send;
         if (m.op != got)
-            fail("seq %llu: expected %s (%u bytes), got %s of %u bytes", static_cast<unsigned long long>(m.seq),
+            fail(_peer, "seq %llu: expected %s (%u bytes), got %s of %u bytes", static_cast<unsigned long long>(m.seq),
                  info(m.op).name, m.size, info(got).name, wc.byte_len);
         if (with_imm && imm != (m.seq & 0x7fffffff))
-            fail("seq %llu (send_imm): immediate expected %llu, got %u", static_cast<unsigned long long>(m.seq),
+            fail(_peer, "seq %llu (send_imm): immediate expected %llu, got %u", static_cast<unsigned long long>(m.seq),
                  static_cast<unsigned long long>(m.seq & 0x7fffffff), imm);
         if (wc.byte_len != m.size)
-            fail("seq %llu (%s): byte_len expected %u, got %u", static_cast<unsigned long long>(m.seq), info(m.op).name,
+            fail(_peer, "seq %llu (%s): byte_len expected %u, got %u", static_cast<unsigned long long>(m.seq), info(m.op).name,
                  m.size, wc.byte_len);
         verify_receive(slot, m, wc.byte_len);
         _bytes += m.size;
@@ -658,15 +501,15 @@ private:
             const message_plan m = expect(seq);
             if (m.op == op_kind::write_imm) break;
             if (info(m.op).consumes_receive) // WRITEs, READs and atomics complete nothing at the server
-                fail("seq %llu: expected %s (%u bytes), got write_imm with immediate %u",
+                fail(_peer, "seq %llu: expected %s (%u bytes), got write_imm with immediate %u",
                      static_cast<unsigned long long>(seq), info(m.op).name, m.size, imm);
         }
         const message_plan m = expect(seq);
         if (imm != (seq & 0x7fffffff))
-            fail("seq %llu (write_imm): immediate expected %llu, got %u", static_cast<unsigned long long>(seq),
+            fail(_peer, "seq %llu (write_imm): immediate expected %llu, got %u", static_cast<unsigned long long>(seq),
                  static_cast<unsigned long long>(seq & 0x7fffffff), imm);
         if (byte_len != m.size)
-            fail("seq %llu (write_imm): byte_len expected %u, got %u", static_cast<unsigned long long>(seq), m.size,
+            fail(_peer, "seq %llu (write_imm): byte_len expected %u, got %u", static_cast<unsigned long long>(seq), m.size,
                  byte_len);
         check_and_restore_canary(slot, 0, seq);
         _immediates.push_back(seq);
@@ -676,32 +519,32 @@ private:
     void handle_control(std::uint64_t slot, std::uint32_t byte_len) {
         std::uint8_t message[max_control_size];
         if (byte_len < control_header_size || byte_len > max_control_size)
-            fail("control message of %u bytes (expected %zu..%zu)", byte_len, control_header_size, max_control_size);
+            fail(_peer, "control message of %u bytes (expected %zu..%zu)", byte_len, control_header_size, max_control_size);
         for_each_piece(slot, byte_len, [&](std::size_t offset, std::uint8_t* p, std::size_t length) {
             std::memcpy(message + offset, p, length);
         });
         check_and_restore_canary(slot, byte_len, _next_seq);
         const control_header h = decode_control_header(message);
-        if (h.magic != check_magic) fail("control message with magic 0x%08x", h.magic);
+        if (h.magic != check_magic) fail(_peer, "control message with magic 0x%08x", h.magic);
         if (byte_len != control_header_size + h.count * write_entry_size || h.count > max_writes_per_check)
-            fail("control message of %u bytes with %u entries", byte_len, h.count);
+            fail(_peer, "control message of %u bytes with %u entries", byte_len, h.count);
         if (h.type == static_cast<std::uint32_t>(control_type::check)) {
             for (std::uint32_t i = 0; i < h.count; ++i) verify_entry(decode_write_entry(message, i));
             if (!_immediates.empty())
-                fail("write_imm seq %llu completed at the server but no CHECK named it",
+                fail(_peer, "write_imm seq %llu completed at the server but no CHECK named it",
                      static_cast<unsigned long long>(_immediates.front()));
         } else if (h.type == static_cast<std::uint32_t>(control_type::done)) {
             if (_next_seq != _run.messages || h.messages != _run.messages)
-                fail("DONE after %llu messages (client says %llu), expected %llu",
+                fail(_peer, "DONE after %llu messages (client says %llu), expected %llu",
                      static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(h.messages),
                      static_cast<unsigned long long>(_run.messages));
             if (h.bytes != _bytes)
-                fail("DONE: client sent %llu bytes, server verified %llu", static_cast<unsigned long long>(h.bytes),
+                fail(_peer, "DONE: client sent %llu bytes, server verified %llu", static_cast<unsigned long long>(h.bytes),
                      static_cast<unsigned long long>(_bytes));
             verify_atomic_area();
             _finishing = true;
         } else {
-            fail("control message of unknown type %u", h.type);
+            fail(_peer, "control message of unknown type %u", h.type);
         }
         if (h.flags & flag_ack_request) _credit_wanted = true;
     }
@@ -710,13 +553,13 @@ private:
     void verify_entry(const write_entry& e) {
         const message_plan m = expect(_next_seq);
         if (e.seq != m.seq)
-            fail("CHECK names seq %llu, expected seq %llu (%s)", static_cast<unsigned long long>(e.seq),
+            fail(_peer, "CHECK names seq %llu, expected seq %llu (%s)", static_cast<unsigned long long>(e.seq),
                  static_cast<unsigned long long>(m.seq), info(m.op).name);
         if (e.op != static_cast<std::uint32_t>(m.op) || info(m.op).area == target::none)
-            fail("seq %llu: expected %s (%u bytes), CHECK names opcode %u", static_cast<unsigned long long>(m.seq),
+            fail(_peer, "seq %llu: expected %s (%u bytes), CHECK names opcode %u", static_cast<unsigned long long>(m.seq),
                  info(m.op).name, m.size, e.op);
         if (e.length != m.size)
-            fail("seq %llu (%s): CHECK names %u bytes, expected %u", static_cast<unsigned long long>(m.seq),
+            fail(_peer, "seq %llu (%s): CHECK names %u bytes, expected %u", static_cast<unsigned long long>(m.seq),
                  info(m.op).name, e.length, m.size);
         switch (info(m.op).area) {
         case target::write_area: verify_write(m, e); break;
@@ -731,12 +574,12 @@ private:
     // The READ's source must still hold what the server put there: a READ never writes.
     void verify_read_source(const message_plan& m, const write_entry& e) {
         if (e.offset != m.read_offset)
-            fail("seq %llu (read): CHECK names read offset %llu, expected %llu", static_cast<unsigned long long>(m.seq),
+            fail(_peer, "seq %llu (read): CHECK names read offset %llu, expected %llu", static_cast<unsigned long long>(m.seq),
                  static_cast<unsigned long long>(e.offset), static_cast<unsigned long long>(m.read_offset));
         const std::uint8_t* p = _read_source.data() + e.offset;
         std::uint8_t want = 0;
         if (auto bad = payload_mismatch(p, e.length, read_area_key(_run.seed), e.offset, &want))
-            fail("seq %llu (read, %u bytes at read offset %llu): the source changed at byte %zu: expected 0x%02x, "
+            fail(_peer, "seq %llu (read, %u bytes at read offset %llu): the source changed at byte %zu: expected 0x%02x, "
                  "got 0x%02x", static_cast<unsigned long long>(m.seq), m.size,
                  static_cast<unsigned long long>(e.offset), *bad, want, p[*bad]);
     }
@@ -744,7 +587,7 @@ private:
     // Atomics execute at the responder in sequence order, so the model follows them in that order.
     void replay_atomic(const message_plan& m, const write_entry& e) {
         if (e.offset != std::uint64_t(m.atomic_word) * 8)
-            fail("seq %llu (%s): CHECK names atomic offset %llu, expected %llu", static_cast<unsigned long long>(m.seq),
+            fail(_peer, "seq %llu (%s): CHECK names atomic offset %llu, expected %llu", static_cast<unsigned long long>(m.seq),
                  info(m.op).name, static_cast<unsigned long long>(e.offset),
                  static_cast<unsigned long long>(m.atomic_word) * 8);
         _atomic_model[m.atomic_word] = step_of(m, _atomic_model[m.atomic_word]).after;
@@ -756,11 +599,11 @@ private:
         for (std::uint32_t i = 0; i < atomic_words + 2; ++i)
             if (_atomic_area[i] != _atomic_model[i]) {
                 if (_atomic_last[i] == 0)
-                    fail("atomic word %u (%s): expected its initial 0x%016llx, got 0x%016llx", i,
+                    fail(_peer, "atomic word %u (%s): expected its initial 0x%016llx, got 0x%016llx", i,
                          i == 0 || i > atomic_words ? "a guard no atomic targets" : "no atomic targeted it",
                          static_cast<unsigned long long>(_atomic_model[i]),
                          static_cast<unsigned long long>(_atomic_area[i]));
-                fail("atomic word %u after its last atomic (seq %llu): expected 0x%016llx, got 0x%016llx "
+                fail(_peer, "atomic word %u after its last atomic (seq %llu): expected 0x%016llx, got 0x%016llx "
                      "(an atomic executed twice, lost, or out of order)", i,
                      static_cast<unsigned long long>(_atomic_last[i] - 1),
                      static_cast<unsigned long long>(_atomic_model[i]), static_cast<unsigned long long>(_atomic_area[i]));
@@ -769,19 +612,19 @@ private:
 
     void verify_write(const message_plan& m, const write_entry& e) {
         if (e.offset > _region.size() || e.length > _region.size() - e.offset)
-            fail("seq %llu: CHECK names region [%llu, +%u) outside the %zu-byte region",
+            fail(_peer, "seq %llu: CHECK names region [%llu, +%u) outside the %zu-byte region",
                  static_cast<unsigned long long>(m.seq), static_cast<unsigned long long>(e.offset), e.length,
                  _region.size());
         if (m.op == op_kind::write_imm) {
             if (_immediates.empty() || _immediates.front() != m.seq)
-                fail("seq %llu (write_imm): data checked but its receive completion never came",
+                fail(_peer, "seq %llu (write_imm): data checked but its receive completion never came",
                      static_cast<unsigned long long>(m.seq));
             _immediates.pop_front();
         }
         std::uint8_t* p = _region.data() + e.offset;
         std::uint8_t want = 0;
         if (auto bad = payload_mismatch(p, e.length, payload_key(_run.seed, m.seq), 0, &want))
-            fail("seq %llu (%s, %u bytes at region offset %llu): byte at offset %zu: expected 0x%02x, got 0x%02x",
+            fail(_peer, "seq %llu (%s, %u bytes at region offset %llu): byte at offset %zu: expected 0x%02x, got 0x%02x",
                  static_cast<unsigned long long>(m.seq), info(m.op).name, m.size,
                  static_cast<unsigned long long>(e.offset), *bad, want, p[*bad]);
         std::memset(p, region_canary, e.length); // a later write that does not land shows as canary
@@ -806,7 +649,7 @@ private:
         wr.num_sge = 1;
         wr.send_flags = IBV_SEND_SIGNALED;
         ibv_send_wr* bad = nullptr;
-        if (const int e = ibv_post_send(_v.qp, &wr, &bad)) fail("ibv_post_send (credit): %s", std::strerror(e));
+        if (const int e = ibv_post_send(_v.qp, &wr, &bad)) fail(_peer, "ibv_post_send (credit): %s", std::strerror(e));
         ++_sends_outstanding;
         _credited = _receives_posted - _depth;
         _credit_wanted = false;
@@ -816,6 +659,7 @@ private:
 
     verbs_context& _v;
     const options& _o;
+    peer_link& _peer;
     run_parameters _run;
     std::vector<op_kind> _ops;
     std::uint32_t _depth = 0;
@@ -843,17 +687,18 @@ constexpr std::uint8_t scribble = 0xEE;    // overwrites inline sources after po
 
 class client {
 public:
-    client(verbs_context& v, const options& o) : _v(v), _o(o), _run(o.run), _ops(enabled_ops(o.run.ops_mask)) {
+    client(verbs_context& v, const options& o, peer_link& peer)
+        : _v(v), _o(o), _peer(peer), _run(o.run), _ops(enabled_ops(o.run.ops_mask)) {
         _send_depth = std::min<std::uint32_t>(client_send_depth, static_cast<std::uint32_t>(v.device.max_qp_wr));
         create_queue_pair(v, _send_depth, client_receive_depth, 6, 1,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, _peer);
         const std::size_t worst = _run.max_size + 8 * sge_gap + max_control_size;
         _local_size = std::max<std::size_t>(8 * worst, 1u << 20);
         _local.assign(_local_size, scribble);
-        _local_mr = register_memory(v, _local, IBV_ACCESS_LOCAL_WRITE);
+        _local_mr = register_memory(v, _local, IBV_ACCESS_LOCAL_WRITE, _peer);
         _local_ring.emplace(_local_size);
         _receive.assign(client_receive_depth * credit_slot, 0);
-        _receive_mr = register_memory(v, _receive, IBV_ACCESS_LOCAL_WRITE);
+        _receive_mr = register_memory(v, _receive, IBV_ACCESS_LOCAL_WRITE, _peer);
         for (std::uint32_t i = 0; i < client_receive_depth; ++i) post_receive();
     }
 
@@ -878,28 +723,28 @@ public:
         _atomic_rkey = s.atomic_rkey;
         for (std::uint32_t i = 0; i < atomic_words + 2; ++i) _atomic_value[i] = initial_atomic_word(_run.seed, i);
         if (_ops_use(target::atomic_area) && _v.device.atomic_cap == IBV_ATOMIC_NONE)
-            fail("the device does not support atomics (atomic_cap IBV_ATOMIC_NONE): leave cmp_swap and fetch_add out of --ops");
+            fail(_peer, "the device does not support atomics (atomic_cap IBV_ATOMIC_NONE): leave cmp_swap and fetch_add out of --ops");
     }
 
     void run() {
         ibv_wc wc[32];
         watchdog dog;
         while (!(_final_received && _signalled.empty())) {
-            const int n = poll_completions(_v, wc, 32);
+            const int n = poll_completions(_v, wc, 32, _peer);
             for (int i = 0; i < n; ++i) handle(wc[i]);
             const bool posted = post_some();
             if (n > 0 || posted) {
                 dog.progress();
                 continue;
             }
-            if (dog.idle_and_expired(_o.stall_seconds, _v.channel))
-                fail("stalled for %u s at seq %llu of %llu: %lld receive credits, %zu of %zu region bytes in use, "
+            if (dog.idle_and_expired(_o.stall_seconds, _v.channel, _peer))
+                fail(_peer, "stalled for %u s at seq %llu of %llu: %lld receive credits, %zu of %zu region bytes in use, "
                      "%llu work requests outstanding, ack %s",
                      _o.stall_seconds, static_cast<unsigned long long>(_next_seq),
                      static_cast<unsigned long long>(_run.messages), static_cast<long long>(credits()),
                      _region_ring->used(), _region_ring->size(), static_cast<unsigned long long>(outstanding()),
                      _ack_pending ? "requested" : "not requested");
-            wait_for_completion(_v);
+            wait_for_completion(_v, _peer);
         }
         std::printf("rdma-integrity: %llu messages, %llu bytes, 0 errors\n",
                     static_cast<unsigned long long>(_run.messages), static_cast<unsigned long long>(_bytes));
@@ -921,38 +766,38 @@ private:
         wr.sg_list = &sge;
         wr.num_sge = 1;
         ibv_recv_wr* bad = nullptr;
-        if (const int e = ibv_post_recv(_v.qp, &wr, &bad)) fail("ibv_post_recv: %s", std::strerror(e));
+        if (const int e = ibv_post_recv(_v.qp, &wr, &bad)) fail(_peer, "ibv_post_recv: %s", std::strerror(e));
     }
 
     void handle(const ibv_wc& wc) {
         // Only wr_id, status, qp_num and vendor_err are valid in a failed completion.
-        check_status(wc);
-        if (wc.qp_num != _v.qp->qp_num) fail("completion for QP %u, expected %u", wc.qp_num, _v.qp->qp_num);
+        check_status(wc, _peer);
+        if (wc.qp_num != _v.qp->qp_num) fail(_peer, "completion for QP %u, expected %u", wc.qp_num, _v.qp->qp_num);
         if (wc.opcode & IBV_WC_RECV) {
             if (wc.wr_id != _receives_completed)
-                fail("receive completion out of order: wr_id %llu, expected %llu",
+                fail(_peer, "receive completion out of order: wr_id %llu, expected %llu",
                      static_cast<unsigned long long>(wc.wr_id), static_cast<unsigned long long>(_receives_completed));
             ++_receives_completed;
             if (wc.opcode != IBV_WC_RECV || (wc.wc_flags & IBV_WC_WITH_IMM) ||
                 wc.byte_len != credit_message::wire_size)
-                fail("credit message: opcode %s, %u bytes, flags 0x%x; expected RECV of %zu bytes",
+                fail(_peer, "credit message: opcode %s, %u bytes, flags 0x%x; expected RECV of %zu bytes",
                      wc_opcode_name(wc.opcode), wc.byte_len, wc.wc_flags, credit_message::wire_size);
             const std::optional<credit_message> credit =
                 decode_credit(_receive.data() + (wc.wr_id % client_receive_depth) * credit_slot);
-            if (!credit) fail("credit message with a bad magic");
+            if (!credit) fail(_peer, "credit message with a bad magic");
             const std::uint64_t reposted = credit->receives_reposted, verified = credit->verified_through,
                                 messages = credit->messages, bytes = credit->bytes;
             if (reposted < _server_reposted || reposted > _receives_used || verified > _next_seq)
-                fail("credit message out of range: %llu receives reposted (%llu used), verified through %llu (%llu sent)",
+                fail(_peer, "credit message out of range: %llu receives reposted (%llu used), verified through %llu (%llu sent)",
                      static_cast<unsigned long long>(reposted), static_cast<unsigned long long>(_receives_used),
                      static_cast<unsigned long long>(verified), static_cast<unsigned long long>(_next_seq));
             _server_reposted = reposted;
             _region_ring->release_below(verified);
             _ack_pending = false;
             if (credit->type == credit_type::final) {
-                if (!_done_sent) fail("final credit before DONE");
+                if (!_done_sent) fail(_peer, "final credit before DONE");
                 if (messages != _run.messages || bytes != _bytes)
-                    fail("server verified %llu messages and %llu bytes; client sent %llu and %llu",
+                    fail(_peer, "server verified %llu messages and %llu bytes; client sent %llu and %llu",
                          static_cast<unsigned long long>(messages), static_cast<unsigned long long>(bytes),
                          static_cast<unsigned long long>(_run.messages), static_cast<unsigned long long>(_bytes));
                 _final_received = true;
@@ -960,18 +805,18 @@ private:
             post_receive();
             return;
         }
-        if (_signalled.empty()) fail("send completion wr_id %llu with none signalled", static_cast<unsigned long long>(wc.wr_id));
+        if (_signalled.empty()) fail(_peer, "send completion wr_id %llu with none signalled", static_cast<unsigned long long>(wc.wr_id));
         const signalled expected = _signalled.front();
         const std::uint64_t wr_id = expected.wr_id;
         if (wc.wr_id != wr_id)
-            fail("send completion out of order: wr_id %llu, expected %llu", static_cast<unsigned long long>(wc.wr_id),
+            fail(_peer, "send completion out of order: wr_id %llu, expected %llu", static_cast<unsigned long long>(wc.wr_id),
                  static_cast<unsigned long long>(wr_id));
         if (wc.opcode != expected.opcode)
-            fail("send completion wr_id %llu: opcode %s, expected %s", static_cast<unsigned long long>(wc.wr_id),
+            fail(_peer, "send completion wr_id %llu: opcode %s, expected %s", static_cast<unsigned long long>(wc.wr_id),
                  wc_opcode_name(wc.opcode), wc_opcode_name(expected.opcode));
         // byte_len is defined for READ and atomic completions only: the bytes placed locally.
         if (expected.byte_len && wc.byte_len != *expected.byte_len)
-            fail("seq %llu (%s, wr_id %llu): completion byte_len %u, expected %u",
+            fail(_peer, "seq %llu (%s, wr_id %llu): completion byte_len %u, expected %u",
                  static_cast<unsigned long long>(expected.seq), wc_opcode_name(wc.opcode),
                  static_cast<unsigned long long>(wr_id), wc.byte_len, *expected.byte_len);
         _signalled.pop_front();
@@ -1001,7 +846,7 @@ private:
             for (unsigned j = 0; j < r.n; ++j) {
                 std::uint8_t want = 0;
                 if (auto bad = payload_mismatch(r.pieces[j], r.lengths[j], read_area_key(_run.seed), offset, &want))
-                    fail("seq %llu (read, %llu bytes at read offset %llu): byte at offset %llu: expected 0x%02x, got 0x%02x",
+                    fail(_peer, "seq %llu (read, %llu bytes at read offset %llu): byte at offset %llu: expected 0x%02x, got 0x%02x",
                          static_cast<unsigned long long>(r.seq), static_cast<unsigned long long>(read_length(r)),
                          static_cast<unsigned long long>(r.read_offset),
                          static_cast<unsigned long long>(offset - r.read_offset + *bad), want, r.pieces[j][*bad]);
@@ -1011,14 +856,14 @@ private:
             std::uint64_t got;
             std::memcpy(&got, r.pieces[0], 8);
             if (got != r.expected_original)
-                fail("seq %llu (%s): returned original 0x%016llx, expected 0x%016llx", static_cast<unsigned long long>(r.seq),
+                fail(_peer, "seq %llu (%s): returned original 0x%016llx, expected 0x%016llx", static_cast<unsigned long long>(r.seq),
                      info(r.op).name, static_cast<unsigned long long>(got),
                      static_cast<unsigned long long>(r.expected_original));
         }
         for (unsigned j = 0; j < r.n; ++j)
             for (std::size_t i = 0; i < sge_gap; ++i)
                 if (r.pieces[j][r.lengths[j] + i] != scribble)
-                    fail("seq %llu (%s): local buffer written past scatter entry %u at byte %zu (got 0x%02x)",
+                    fail(_peer, "seq %llu (%s): local buffer written past scatter entry %u at byte %zu (got 0x%02x)",
                          static_cast<unsigned long long>(r.seq), info(r.op).name, j, i, r.pieces[j][r.lengths[j] + i]);
     }
 
@@ -1085,7 +930,7 @@ private:
         _chain.wr[_chain.count - 1].next = nullptr;
         ibv_send_wr* bad = nullptr;
         if (const int e = ibv_post_send(_v.qp, _chain.wr, &bad))
-            fail("ibv_post_send of %u work requests failed at wr_id %llu: %s (%llu outstanding, %zu signalled, "
+            fail(_peer, "ibv_post_send of %u work requests failed at wr_id %llu: %s (%llu outstanding, %zu signalled, "
                  "send queue of %u)", _chain.count, bad ? static_cast<unsigned long long>(bad->wr_id) : 0ull,
                  std::strerror(e), static_cast<unsigned long long>(outstanding()), _signalled.size(), _send_depth);
         // Inline data was copied when posting: the source may change now, and must not matter.
@@ -1257,6 +1102,7 @@ private:
 
     verbs_context& _v;
     const options& _o;
+    peer_link& _peer;
     run_parameters _run;
     std::vector<op_kind> _ops;
     std::uint32_t _send_depth = 0, _server_depth = 0;
@@ -1287,48 +1133,37 @@ private:
 };
 
 int serve(const options& o) {
-    g_role = "server";
+    peer_link peer("server");
     verbs_context v;
-    open_device(v, o);
-    g_tcp = tcp_listen_and_accept(o.port);
-    std::uint8_t in[client_hello::wire_size];
-    read_all(g_tcp, in, sizeof in);
-    const std::optional<client_hello> hello = decode_client_hello(in);
-    if (!hello) fail("the peer is not an rdma-integrity client");
-    const client_hello c = *hello;
+    open_device(v, o, peer);
+    peer.accept_client(o.port);
+    const client_hello c = receive_client_hello(peer);
     if (c.run.ops_mask == 0 || enabled_ops(c.run.ops_mask).empty() || (c.run.ops_mask >> op_count))
-        fail("the client asked for opcodes 0x%x", c.run.ops_mask);
-    server s(v, o, c);
-    connect_queue_pair(v, o, c.run.mtu, c.qpn, c.psn, c.lid, c.gid);
-    std::uint8_t out[server_hello::wire_size];
-    encode(s.hello(), out);
-    write_all(g_tcp, out, sizeof out); // every receive is posted: the client may send
+        fail(peer, "the client asked for opcodes 0x%x", c.run.ops_mask);
+    server s(v, o, peer, c);
+    connect_queue_pair(v, o, c.run.mtu, c.qpn, c.psn, c.lid, c.gid, peer);
+    send_hello(peer, s.hello()); // every receive is posted: the client may send
     s.run();
-    final_barrier(g_tcp);
+    peer.final_barrier();
     return 0;
 }
 
+
 int connect_and_send(const options& o) {
-    g_role = "client";
+    peer_link peer("client");
     verbs_context v;
-    open_device(v, o);
-    client c(v, o);
-    g_tcp = tcp_connect(o.host, o.port);
-    std::uint8_t out[client_hello::wire_size];
-    encode(c.hello(), out);
-    write_all(g_tcp, out, sizeof out);
-    std::uint8_t in[server_hello::wire_size];
-    read_all(g_tcp, in, sizeof in);
-    const std::optional<server_hello> hello = decode_server_hello(in);
-    if (!hello) fail("the peer is not an rdma-integrity server");
-    const server_hello s = *hello;
-    if (s.receive_depth < 4) fail("the server offers %u receives", s.receive_depth);
-    if (s.region_size < o.run.max_size) fail("the server's region (%llu bytes) is smaller than --max-size",
+    open_device(v, o, peer);
+    client c(v, o, peer);
+    peer.connect_to_server(o.host.c_str(), o.port);
+    send_hello(peer, c.hello());
+    const server_hello s = receive_server_hello(peer);
+    if (s.receive_depth < 4) fail(peer, "the server offers %u receives", s.receive_depth);
+    if (s.region_size < o.run.max_size) fail(peer, "the server's region (%llu bytes) is smaller than --max-size",
                                              static_cast<unsigned long long>(s.region_size));
     c.connect(s);
-    connect_queue_pair(v, o, o.run.mtu, s.qpn, s.psn, s.lid, s.gid);
+    connect_queue_pair(v, o, o.run.mtu, s.qpn, s.psn, s.lid, s.gid, peer);
     c.run();
-    final_barrier(g_tcp);
+    peer.final_barrier();
     return 0;
 }
 
