@@ -1,45 +1,19 @@
-// rdma-integrity: a data-integrity test for an RC queue pair, written against plain libibverbs so
-// that it runs unchanged on the rocefab fabric and on real RDMA hardware.
-//
-//   rdma-integrity --server [-d DEV] [-g GID_INDEX] [-p PORT] [-e]
-//   rdma-integrity HOST [-d DEV] [-g GID_INDEX] [-p PORT] [-n MESSAGES] [--seed S] [--mtu 1024|4096]
-//                       [--max-size BYTES] [--ops send,send_imm,write,write_imm,read,cmp_swap,fetch_add] [-e]
-//
-// The client sends a seeded pseudo-random sequence of messages; message `seq` has an opcode, a
-// size and a payload that are pure functions of (seed, seq), so the server regenerates the whole
-// schedule from the parameters the client sends it over TCP and checks every byte, every length,
-// every immediate and the order. RDMA WRITEs land in a region of the server's memory; after each
-// batch of writes the client sends a CHECK message naming, for each write, its sequence number and
-// where it landed, and the server verifies the region (RC ordering puts the writes' data in place
-// before the SEND that follows them completes). The server returns CREDIT messages so the client
-// never overruns the server's receive queue and knows which parts of the region it may reuse.
-//
-// RDMA READs read an area of the server's memory that the server filled at set-up from the seed;
-// where each READ reads and how much are functions of (seed, seq), and the client checks every
-// byte it gets back, and that the gaps between its scatter entries stay untouched. Atomics work
-// on 8-byte words of a third area whose initial values are functions of the seed; the client is
-// the only writer of those words, so it predicts the original value each atomic returns and
-// checks it. CHECK messages name READs and atomics too: the server, which regenerates every
-// operand from (seed, seq), replays the atomics on a model in sequence order, checks the READ
-// source was left alone, and at DONE compares the words in memory with its model (an atomic
-// executed twice, or not at all, shows there).
-//
-// Control messages from the client are SEND WITH IMMEDIATE with the top bit of the immediate set;
-// data immediates carry the sequence number (top bit clear).
-//
-// Only <infiniband/verbs.h>, the C/C++ standard library and POSIX sockets are used.
+// rdma-integrity's client: it posts the schedule's messages (SENDs, WRITEs, READs and atomics,
+// split over scatter/gather entries, some inline, some unsignalled, up to 16 work requests a post)
+// as fast as the server's credits, its send queue and its memory allow. After each batch of WRITEs,
+// READs and atomics it sends a CHECK naming them, so that the server can verify them in sequence
+// order. It checks every byte a READ returns and that the gaps between its scatter entries stay
+// untouched; being the only writer of the atomic words, it predicts the original value each atomic
+// returns and checks it. Its completions must come in order, with the opcode and byte_len posted.
+#include "client.hpp"
 
+#include "byte_ring.hpp"
 #include "communication.hpp"
-#include "parameters.hpp"
 #include "resources.hpp"
 #include "schedule.hpp"
-#include "server.hpp"
 #include "wire.hpp"
 
-#include <infiniband/verbs.h>
-
 #include <arpa/inet.h>
-#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -48,73 +22,11 @@
 #include <cstring>
 #include <deque>
 #include <optional>
-#include <random>
 #include <vector>
 
 namespace rocefab::tools::integrity {
+
 namespace {
-
-// A ring of bytes handed out in order and released in order, each allocation tagged with a key
-// (a work request index or a sequence number) so that "everything up to key K is done" frees it.
-class byte_ring {
-public:
-    explicit byte_ring(std::size_t size) : _size(size) {}
-    std::optional<std::size_t> allocate(std::size_t n, std::uint64_t key) {
-        if (n == 0) n = 1; // keeps each allocation distinct and ordered
-        std::size_t at = 0;
-        if (!_live.empty()) {
-            const std::size_t tail = _live.front().start;
-            const std::size_t head = _live.back().start + _live.back().length;
-            if (_live.back().start >= tail) { // live bytes are [tail, head): free at the end, then the start
-                if (n <= _size - head) at = head;
-                else if (n <= tail) at = 0;   // never split an allocation: skip the end
-                else return std::nullopt;
-            } else { // wrapped: free bytes are [head, tail)
-                if (n > tail - head) return std::nullopt;
-                at = head;
-            }
-        } else if (n > _size) {
-            return std::nullopt;
-        }
-        _live.push_back({key, at, n});
-        _used += n;
-        return at;
-    }
-    void undo_last() {
-        _used -= _live.back().length;
-        _live.pop_back();
-    }
-    void release_through(std::uint64_t key) { // every allocation with key <= `key`
-        while (!_live.empty() && _live.front().key <= key) release_front();
-    }
-    void release_below(std::uint64_t key) {
-        while (!_live.empty() && _live.front().key < key) release_front();
-    }
-    // Bytes that cannot be allocated now: the live ones and the skipped end.
-    std::size_t occupied() const {
-        if (_live.empty()) return 0;
-        const std::size_t tail = _live.front().start, head = _live.back().start + _live.back().length;
-        return _live.back().start >= tail ? head - tail : _size - tail + head;
-    }
-    std::size_t used() const { return _used; }
-    std::size_t size() const { return _size; }
-    bool empty() const { return _live.empty(); }
-
-private:
-    struct allocation {
-        std::uint64_t key;
-        std::size_t start, length;
-    };
-    void release_front() {
-        _used -= _live.front().length;
-        _live.pop_front();
-    }
-    std::size_t _size, _used = 0;
-    std::deque<allocation> _live;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Client.
 
 constexpr std::uint32_t client_send_depth = 128;
 constexpr unsigned max_chain = 16;         // work requests posted with one ibv_post_send
@@ -567,6 +479,7 @@ private:
     std::uint64_t _next_seq = 0, _bytes = 0;
     bool _ack_pending = false, _done_sent = false, _final_received = false, _corrupted = false;
 };
+} // namespace
 
 int connect_and_send(const options& o) {
     peer_link peer("client");
@@ -586,11 +499,4 @@ int connect_and_send(const options& o) {
     return 0;
 }
 
-} // namespace
 } // namespace rocefab::tools::integrity
-
-int main(int argc, char** argv) {
-    using namespace rocefab::tools::integrity;
-    const options o = parse(argc, argv);
-    return o.server ? serve(o) : connect_and_send(o);
-}
