@@ -22,7 +22,8 @@ namespace rocefab::tools {
 // alone otherwise), and the client tries every address `host` resolves to.
 enum class tcp_family { ipv4, any };
 
-// The connected socket, or -1 with `error` saying what failed.
+// The connected socket, or -1 with `error` saying what failed; when the server's bind, listen or
+// accept failed, errno still says why.
 inline int tcp_rendezvous(const char* host, int port, bool server, int attempts, std::string& error,
                           tcp_family family = tcp_family::ipv4) {
     if (server) {
@@ -60,7 +61,9 @@ inline int tcp_rendezvous(const char* host, int port, bool server, int attempts,
                              : listen(listener, 1) != 0 ? "listen failed"
                                                         : nullptr;
         const int fd = failed ? -1 : accept(listener, nullptr, nullptr);
+        const int cause = errno; // close() may overwrite it
         close(listener);
+        errno = cause;
         if (fd < 0) error = failed ? failed : "accept failed";
         return fd;
     }

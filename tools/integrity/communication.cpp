@@ -49,7 +49,7 @@ void no_delay(int fd) {
 void peer_link::accept_client(std::uint16_t port) {
     std::string error;
     const int fd = tcp_rendezvous(nullptr, port, true, 0, error, tcp_family::any);
-    if (fd < 0) fail(*this, "TCP port %u: %s", port, error.c_str());
+    if (fd < 0) fail(*this, "TCP port %u: %s: %s", port, error.c_str(), std::strerror(errno));
     no_delay(fd);
     _fd = fd;
 }
