@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""End-to-end data integrity: tools/rdma_integrity.cpp (built against the system libibverbs, run
-with ours by `rocefab run`) moves mixed SEND / SEND with immediate / RDMA WRITE / RDMA WRITE with
+"""End-to-end data integrity: rdma-integrity (tools/integrity/, built against the system libibverbs,
+run with ours by `rocefab run`) moves mixed SEND / SEND with immediate / RDMA WRITE / RDMA WRITE with
 immediate / RDMA READ / compare-and-swap / fetch-and-add operations of sizes 0 to 64 KiB between h1
 and h2. The server checks every byte, length, immediate and the order of what it receives, and at
 the end the value of every word the atomics changed; the client checks every byte READ returns,
