@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End-to-end RC error paths: tools/rdma_error_paths.cpp (built against the system libibverbs, run
+"""End-to-end RC error paths: tools/integrity/rdma_error_paths.cpp (built against the system libibverbs, run
 with ours by `rocefab run`) provokes each error from h1 (requester) to h2 (responder) on fresh QPs
 and checks the completion status, opcode, wr_id and QP state hardware gives, then that a healthy
 QP pair created alongside still moves data. Here we also check the daemon's counters moved as
