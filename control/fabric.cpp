@@ -6,6 +6,7 @@
 #include "dataplane/log.hpp"
 #include "switch_emu/show.hpp"
 
+#include <array>
 #include <cerrno>
 #include <fcntl.h>
 #include <utility>
@@ -87,53 +88,14 @@ fabric::fabric(config::topology topology) : _topology(std::move(topology)) {
     _pool = create_packet_pool("rocefab_pool", 16383, error);
     if (!_pool) throw std::runtime_error(error);
 
-    std::vector<std::vector<wire::ipv6_address>> link_locals(_topology.hosts.size());
-    std::vector<node_id> switch_ids, host_base;
-    for (std::size_t s = 0; s < _topology.switches.size(); ++s) {
-        _switches.push_back(std::make_unique<switch_emu::switch_node>(switch_spec_of(_topology, s, clocking::realtime)));
-        switch_ids.push_back(_wiring.add_node(*_switches.back()));
-    }
-    std::vector<std::vector<node_id>> nic_ids(_topology.hosts.size());
-    _nics.resize(_topology.hosts.size());
-    for (std::size_t h = 0; h < _topology.hosts.size(); ++h) {
-        for (const auto& n : _topology.hosts[h].nics) {
-            (void)n;
-            link_locals[h].emplace_back();
-        }
-    }
-    for (std::size_t h = 0; h < _topology.hosts.size(); ++h) {
-        const config::host_config& host = _topology.hosts[h];
-        for (std::size_t n = 0; n < host.nics.size(); ++n) {
-            // The resolver needs every NIC's link-local GID; they are filled in below, before
-            // any QP can ask.
-            _nics[h].push_back(std::make_unique<nic::nic_node>(nic_spec_of(_topology, h, n), nic::neighbour_resolver{}));
-            link_locals[h][n] = _nics[h].back()->gid(0);
-            nic_ids[h].push_back(_wiring.add_node(*_nics[h].back()));
-        }
-    }
-    for (std::size_t h = 0; h < _topology.hosts.size(); ++h)
-        for (std::size_t n = 0; n < _nics[h].size(); ++n)
-            _nics[h][n]->set_resolver(make_resolver(_topology, h, n, link_locals));
-
-    auto id_of = [&](const config::endpoint& e) {
-        return e.kind == config::endpoint::host_nic ? std::pair{nic_ids[e.node][e.port], std::uint16_t(0)}
-                                                    : std::pair{switch_ids[e.node], std::uint16_t(e.port)};
-    };
-    _wiring.set_seed(_topology.seed);
-    for (const auto& l : _topology.links) {
-        auto [a, pa] = id_of(l.a);
-        auto [b, pb] = id_of(l.b);
-        _cables.push_back(_wiring.connect(a, pa, b, pb, model_of(l.params)));
-        _wiring.link_at(_cables.back().first).set_up(l.params.up);
-        _wiring.link_at(_cables.back().second).set_up(l.params.up);
-    }
-    _wiring.attach_all(_pool);
+    _built = std::make_unique<fabric_builder>(_topology, clocking::realtime);
+    _built->wiring().attach_all(_pool);
     // Every source of work rings a doorbell (programs posting WQEs, the mailbox) or is a known
     // time (frames in flight, node timers), so an idle fabric may sleep long: it costs no core.
     backoff_policy policy;
     policy.max_sleep = milliseconds(20);
     try {
-        _driver = std::make_unique<realtime_driver>(_wiring, policy);
+        _driver = std::make_unique<realtime_driver>(_built->wiring(), policy);
     } catch (const std::system_error& e) {
         throw std::runtime_error(std::string("cannot set up the data plane's wake-up: ") + e.what());
     }
@@ -177,8 +139,9 @@ std::string fabric::start_capture(const std::string& endpoint, int fd, const std
             std::string error;
             if (!c->file.open(std::exchange(fd, -1), path, error)) return error;
             c->epoch_ns = _epoch_ns;
-            c->links = {&_wiring.link_at(_cables[i].first), &_wiring.link_at(_cables[i].second)};
-            if (end.kind == config::endpoint::host_nic) c->nic = _nics[end.node][end.port].get();
+            const std::array<link*, 2> both = _built->cable(i);
+            c->links.assign(both.begin(), both.end());
+            if (end.kind == config::endpoint::host_nic) c->nic = _built->nics()[end.node][end.port].get();
             capture* raw = c.get();
             auto attach = [raw] {
                 for (link* k : raw->links) k->set_tap(raw);
@@ -243,7 +206,7 @@ std::string fabric::set_link(const std::string& endpoint, const std::optional<fa
                 return std::string(name) + " " + std::to_string(*value) + " is out of range; expected 0 to 1";
         if (faults->reorder_delay && *faults->reorder_delay < 0) return "reorder_delay must be >= 0";
     }
-    link* both[] = {&_wiring.link_at(_cables[*cable].first), &_wiring.link_at(_cables[*cable].second)};
+    const std::array<link*, 2> both = _built->cable(*cable);
     auto apply = [&] {
         for (link* k : both) {
             if (faults) {
@@ -291,7 +254,7 @@ void fabric::stop() {
 nic::nic_node* fabric::find_nic(const std::string& host, const std::string& nic_name) {
     for (std::size_t h = 0; h < _topology.hosts.size(); ++h) {
         if (_topology.hosts[h].name != host) continue;
-        for (auto& n : _nics[h])
+        for (const auto& n : _built->nics()[h])
             if (n->spec().name == nic_name) return n.get();
     }
     return nullptr;
@@ -301,7 +264,7 @@ std::vector<nic::nic_node*> fabric::nics_of(const std::string& host) {
     std::vector<nic::nic_node*> out;
     for (std::size_t h = 0; h < _topology.hosts.size(); ++h)
         if (_topology.hosts[h].name == host)
-            for (auto& n : _nics[h]) out.push_back(n.get());
+            for (const auto& n : _built->nics()[h]) out.push_back(n.get());
     return out;
 }
 
@@ -326,13 +289,15 @@ nlohmann::json fabric::counters() {
     // thread's, so reading the counters stalls forwarding for no more than a copy of them.
     fabric_snapshot s;
     auto copy = [this, &s] {
-        s.switches.resize(_switches.size());
-        for (std::size_t i = 0; i < _switches.size(); ++i) _switches[i]->snapshot(s.switches[i]);
+        const auto& switches = _built->switches();
+        s.switches.resize(switches.size());
+        for (std::size_t i = 0; i < switches.size(); ++i) switches[i]->snapshot(s.switches[i]);
         const sim_time now = _driver->now();
-        for (const auto& host : _nics)
+        for (const auto& host : _built->nics())
             for (const auto& n : host) s.nics.push_back({n->counters(), n->resources(), n->queue_pairs(now)});
-        for (std::size_t l = 0; l < _wiring.link_count(); ++l) {
-            const link& k = _wiring.link_at(l);
+        const wiring& w = _built->wiring();
+        for (std::size_t l = 0; l < w.link_count(); ++l) {
+            const link& k = w.link_at(l);
             s.links.push_back(k.counters());
             s.links_up.push_back(k.is_up());
             s.faults.push_back(k.faults());
@@ -346,12 +311,14 @@ nlohmann::json fabric::counters() {
     nlohmann::json out;
     out["fabric"] = _topology.name;
     nlohmann::json switches = nlohmann::json::array();
-    for (std::size_t i = 0; i < _switches.size(); ++i)
-        switches.push_back(switch_emu::to_json(_switches[i]->name(), _switches[i]->spec(), s.switches[i]));
+    for (std::size_t i = 0; i < _built->switches().size(); ++i) {
+        const switch_emu::switch_node& sw = *_built->switches()[i];
+        switches.push_back(switch_emu::to_json(sw.name(), sw.spec(), s.switches[i]));
+    }
     out["switches"] = std::move(switches);
     nlohmann::json nics = nlohmann::json::array();
     std::size_t index = 0;
-    for (const auto& host : _nics) {
+    for (const auto& host : _built->nics()) {
         for (const auto& n : host) {
             const fabric_snapshot::nic_part& part = s.nics[index++];
             nlohmann::json c;
@@ -373,7 +340,7 @@ nlohmann::json fabric::counters() {
     nlohmann::json links = nlohmann::json::array();
     for (std::size_t l = 0; l < s.links.size(); ++l) {
         const link_counters& c = s.links[l];
-        links.push_back({{"link", _wiring.link_at(l).name()},
+        links.push_back({{"link", _built->wiring().link_at(l).name()},
                          {"tx_frames", c.tx_frames},
                          {"tx_bytes", c.tx_bytes},
                          {"drops_link_down", c.drops_link_down},

@@ -1,14 +1,13 @@
-// A running fabric: the nodes a topology describes (switches and NICs), the links between them,
-// and the realtime driver that runs them on a data-plane thread. The control plane talks to the
-// nodes only through the driver's mailbox.
+// A running fabric: the nodes a topology describes (switches and NICs) and the links between
+// them, as control/fabric_builder.hpp builds them, and the realtime driver that runs them on a
+// data-plane thread. The control plane talks to the nodes only through the driver's mailbox.
 #pragma once
 
 #include "control/config/topology.hpp"
+#include "control/fabric_builder.hpp"
 #include "dataplane/pcap_writer.hpp"
 #include "dataplane/realtime_driver.hpp"
-#include "dataplane/wiring.hpp"
 #include "nic_emu/nic_node.hpp"
-#include "switch_emu/switch_node.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -67,13 +66,10 @@ private:
     // The topology link index whose cable ends at `endpoint`, or an error message in `error`.
     std::optional<std::size_t> cable_at(const std::string& endpoint, std::string& error) const;
 
-    config::topology _topology;
+    config::topology _topology; // before _built, whose NICs read it
     rte_mempool* _pool = nullptr;
-    wiring _wiring;
-    std::vector<std::unique_ptr<switch_emu::switch_node>> _switches;
-    std::vector<std::vector<std::unique_ptr<nic::nic_node>>> _nics; // [host][nic]
+    std::unique_ptr<fabric_builder> _built; // after the EAL: links are DPDK rings
     std::unique_ptr<realtime_driver> _driver;
-    std::vector<std::pair<link_id, link_id>> _cables; // per topology link: a->b, b->a
     struct capture;
     std::map<std::string, std::unique_ptr<capture>> _captures;
     std::int64_t _epoch_ns = 0; // wall clock at driver time 0, for pcap timestamps

@@ -1,6 +1,5 @@
 #include "sim/simulation.hpp"
 
-#include "control/node_specs.hpp"
 #include "dataplane/eal.hpp"
 #include "dataplane/wire/bth.hpp"
 
@@ -148,42 +147,19 @@ simulation::simulation(const scenario& s) : _scenario(s) {
     if (!pool) throw std::runtime_error(error);
 
     const config::topology& topo = s.topology;
-    std::vector<node_id> switch_ids;
-    for (std::size_t i = 0; i < topo.switches.size(); ++i) {
-        _switches.push_back(std::make_unique<switch_emu::switch_node>(
-            control::switch_spec_of(topo, i, control::clocking::virtual_time)));
-        switch_ids.push_back(_wiring.add_node(*_switches.back()));
-    }
-    std::vector<std::vector<wire::ipv6_address>> link_locals(topo.hosts.size());
-    std::vector<node_id> nic_ids;
-    for (std::size_t h = 0; h < topo.hosts.size(); ++h) {
-        _nics.push_back(std::make_unique<nic::nic_node>(control::nic_spec_of(topo, h, 0), nic::neighbour_resolver{}));
-        link_locals[h].push_back(_nics.back()->gid(0));
-        nic_ids.push_back(_wiring.add_node(*_nics.back()));
-    }
-    for (std::size_t h = 0; h < topo.hosts.size(); ++h) _nics[h]->set_resolver(control::make_resolver(topo, h, 0, link_locals));
-    for (const auto& l : topo.links) {
-        auto id_of = [&](const config::endpoint& e) {
-            if (e.kind == config::endpoint::host_nic) {
-                if (e.port != 0) throw std::runtime_error("rocefab sim uses each host's first NIC only");
-                return std::pair{nic_ids[e.node], std::uint16_t(0)};
-            }
-            return std::pair{switch_ids[e.node], static_cast<std::uint16_t>(e.port)};
-        };
-        const auto [a, pa] = id_of(l.a);
-        const auto [b, pb] = id_of(l.b);
-        _wiring.connect(a, pa, b, pb, control::model_of(l.params));
-    }
-    _wiring.set_seed(topo.seed);
-
-    std::vector<nic::nic_node*> nics;
-    for (auto& n : _nics) nics.push_back(n.get());
-    _traffic = std::make_unique<traffic_generator>(s, nics);
-    _wiring.add_node(*_traffic);
+    // The traffic generator drives each host's first NIC; a cable on another would carry nothing.
+    for (const config::link_config& l : topo.links)
+        for (const config::endpoint& e : {l.a, l.b})
+            if (e.kind == config::endpoint::host_nic && e.port != 0)
+                throw std::runtime_error("rocefab sim uses each host's first NIC only");
+    _fabric = std::make_unique<control::fabric_builder>(topo, control::clocking::virtual_time);
+    for (const auto& host : _fabric->nics()) _nics.push_back(host.at(0).get());
+    _traffic = std::make_unique<traffic_generator>(s, _nics);
+    _fabric->wiring().add_node(*_traffic);
     _recorder = std::make_unique<recorder>(*this, s);
-    _wiring.add_node(*_recorder);
-    _wiring.attach_all(pool);
-    _driver = std::make_unique<virtual_time_driver>(_wiring);
+    _fabric->wiring().add_node(*_recorder);
+    _fabric->wiring().attach_all(pool);
+    _driver = std::make_unique<virtual_time_driver>(_fabric->wiring());
 }
 
 simulation::~simulation() = default;

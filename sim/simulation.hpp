@@ -1,10 +1,10 @@
-// A scenario under virtual time: the fabric built from the file exactly as the daemon builds it
-// (control/node_specs.hpp), a traffic generator in place of programs, and a recorder that samples
-// queues, rates and counters every sample interval. Same scenario and seed, same bytes out.
+// A scenario under virtual time: the fabric built from the file by the daemon's builder
+// (control/fabric_builder.hpp), a traffic generator in place of programs, and a recorder that
+// samples queues, rates and counters every sample interval. Same scenario and seed, same bytes out.
 #pragma once
 
+#include "control/fabric_builder.hpp"
 #include "dataplane/virtual_time_driver.hpp"
-#include "dataplane/wiring.hpp"
 #include "nic_emu/nic_node.hpp"
 #include "sim/scenario.hpp"
 #include "sim/traffic.hpp"
@@ -38,8 +38,10 @@ public:
     std::string write_plots() const;
 
     const traffic_generator& traffic() const { return *_traffic; }
-    const std::vector<std::unique_ptr<switch_emu::switch_node>>& switches() const { return _switches; }
-    const std::vector<std::unique_ptr<nic::nic_node>>& nics() const { return _nics; } // per host, first NIC
+    // The nodes and cables built from the scenario's topology, where link state and counters live.
+    const control::fabric_builder& fabric() const { return *_fabric; }
+    const std::vector<std::unique_ptr<switch_emu::switch_node>>& switches() const { return _fabric->switches(); }
+    const std::vector<nic::nic_node*>& nics() const { return _nics; } // per host, first NIC
     sim_time now() const { return _driver->now(); }
     std::uint64_t frames_delivered() const { return _driver->frames_delivered(); }
     // Ideal completion time of a flow: its packets (4096-byte payloads, 82 bytes of headers and
@@ -48,9 +50,8 @@ public:
 
 private:
     const scenario& _scenario;
-    wiring _wiring;
-    std::vector<std::unique_ptr<switch_emu::switch_node>> _switches;
-    std::vector<std::unique_ptr<nic::nic_node>> _nics;
+    std::unique_ptr<control::fabric_builder> _fabric; // after the EAL: links are DPDK rings
+    std::vector<nic::nic_node*> _nics;
     std::unique_ptr<traffic_generator> _traffic;
     std::unique_ptr<recorder> _recorder;
     std::unique_ptr<virtual_time_driver> _driver;

@@ -1,10 +1,10 @@
-// Fabrics from configs/ run under virtual time: the switches built from the file exactly as the
-// daemon builds them (control/node_specs.hpp), with a traffic host in place of each NIC, so what
-// a file promises in its comments is checked against what its switches do.
+// Fabrics from configs/ run under virtual time: the switches built from the file by the fabric
+// builder the daemon uses (control/fabric_builder.hpp), with a traffic host in place of each NIC,
+// so what a file promises in its comments is checked against what its switches do.
 #include "control/config/topology.hpp"
+#include "control/fabric_builder.hpp"
 #include "control/node_specs.hpp"
 #include "dataplane/virtual_time_driver.hpp"
-#include "dataplane/wiring.hpp"
 #include "switch_emu/switch_node.hpp"
 #include "tests/support/eal_environment.hpp"
 #include "tests/support/traffic_host.hpp"
@@ -33,14 +33,9 @@ public:
             ADD_FAILURE() << error.to_string();
             return;
         }
-        std::vector<node_id> switch_ids;
-        for (std::size_t s = 0; s < _topology.switches.size(); ++s) {
-            switches.push_back(std::make_unique<switch_emu::switch_node>(switch_spec_of(_topology, s, clocking::virtual_time)));
-            switch_ids.push_back(_wiring.add_node(*switches.back()));
-        }
-        std::vector<node_id> host_ids;
-        for (std::size_t h = 0; h < _topology.hosts.size(); ++h) {
-            const config::nic_config& nic = _topology.hosts[h].nics.at(0);
+        // Each host's first NIC is a traffic host; any further NIC stays a NIC.
+        auto traffic_host_for = [&](std::size_t h, std::size_t n) -> node* {
+            if (n != 0) return nullptr;
             traffic_host::flow f;
             const std::size_t to = destination_of(h);
             if (to != h) {
@@ -49,21 +44,14 @@ public:
                 f.frames = frames;
                 f.payload = 4000; // RoCE frames at a 4096-byte path MTU
             }
+            const config::nic_config& nic = _topology.hosts[h].nics[0];
             hosts.push_back(std::make_unique<traffic_host>(static_cast<unsigned>(h), f,
                                                            _topology.links[nic.link_index].params.speed_bps));
-            host_ids.push_back(_wiring.add_node(*hosts.back()));
-        }
-        for (const config::link_config& l : _topology.links) {
-            auto id_of = [&](const config::endpoint& e) {
-                return e.kind == config::endpoint::host_nic ? std::pair{host_ids[e.node], std::uint16_t(0)}
-                                                            : std::pair{switch_ids[e.node], std::uint16_t(e.port)};
-            };
-            const auto [a, pa] = id_of(l.a);
-            const auto [b, pb] = id_of(l.b);
-            _wiring.connect(a, pa, b, pb, model_of(l.params));
-        }
-        _wiring.attach_all(test_pool());
-        driver = std::make_unique<virtual_time_driver>(_wiring);
+            return hosts.back().get();
+        };
+        _fabric = std::make_unique<fabric_builder>(_topology, clocking::virtual_time, traffic_host_for);
+        _fabric->wiring().attach_all(test_pool());
+        driver = std::make_unique<virtual_time_driver>(_fabric->wiring());
     }
 
     std::uint64_t delivered() const {
@@ -75,7 +63,7 @@ public:
     // The sum of counter `c` over the ports of every switch.
     std::uint64_t total(port_counter c) const {
         std::uint64_t sum = 0;
-        for (const auto& sw : switches)
+        for (const auto& sw : _fabric->switches())
             for (std::uint16_t p = 0; p < sw->port_count(); ++p) sum += sw->counter(p, c);
         return sum;
     }
@@ -87,13 +75,14 @@ public:
         return 0;
     }
 
-    std::vector<std::unique_ptr<switch_emu::switch_node>> switches;
+    const std::vector<std::unique_ptr<switch_emu::switch_node>>& switches() const { return _fabric->switches(); }
+
     std::vector<std::unique_ptr<traffic_host>> hosts;
     std::unique_ptr<virtual_time_driver> driver;
 
 private:
     config::topology _topology;
-    wiring _wiring;
+    std::unique_ptr<fabric_builder> _fabric;
 };
 
 TEST(pfc_deadlock_yaml, the_ring_deadlocks_and_the_watchdog_with_nvidias_defaults_breaks_it) {
@@ -106,8 +95,8 @@ TEST(pfc_deadlock_yaml, the_ring_deadlocks_and_the_watchdog_with_nvidias_default
     const std::uint64_t stuck = fabric.delivered();
     fabric.driver->run_until(milliseconds(250));
     EXPECT_EQ(fabric.delivered(), stuck) << "frames still arrive: no deadlock";
-    for (std::size_t s = 0; s < fabric.switches.size(); ++s) {
-        const auto& sw = *fabric.switches[s];
+    for (std::size_t s = 0; s < fabric.switches().size(); ++s) {
+        const auto& sw = *fabric.switches()[s];
         SCOPED_TRACE(sw.name());
         // Every switch keeps pausing the one before it (XOFF refreshed) and holds frames.
         EXPECT_GT(sw.pfc_counters(fabric.port(s, "swp3"), 3).tx_pause, 100u);
