@@ -191,6 +191,11 @@ public:
         auto* eth = rte_pktmbuf_mtod(frame, wire::ethernet_header*);
         if (port == 0 && eth->ether_type.load() == wire::ethertype::ipv4) {
             auto* moved = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_prepend(frame, sizeof(wire::vlan_header)));
+            if (!moved) { // no headroom: the test cannot go on
+                ADD_FAILURE() << "no headroom to tag a frame";
+                rte_pktmbuf_free(frame);
+                return;
+            }
             std::memmove(moved, moved + sizeof(wire::vlan_header), 2 * sizeof(wire::mac_address));
             auto* tagged = reinterpret_cast<wire::ethernet_header*>(moved);
             auto* tag = reinterpret_cast<wire::vlan_header*>(moved + sizeof(wire::ethernet_header));
