@@ -16,7 +16,6 @@ namespace rocefab::sim {
 
 namespace {
 
-constexpr std::uint32_t payload_per_packet = 4096; // the QPs' path MTU
 constexpr std::uint32_t framing_per_packet = 82;   // Ethernet, IPv4, UDP, BTH, ICRC, FCS, preamble, gap
 
 std::string format_us(sim_time t) {
@@ -78,7 +77,7 @@ public:
             const auto packets = static_cast<std::uint64_t>(std::max(0, wire::psn_diff(sent, _sent_psn[i])));
             _sent_psn[i] = sent;
             const double sent_rate = _last_sample == never ? 0
-                                                         : static_cast<double>(packets * payload_per_packet) * 8e9 /
+                                                         : static_cast<double>(packets * f.payload_per_packet) * 8e9 /
                                                                static_cast<double>(now - _last_sample);
             row += "," + format_gbps(rate) + "," + format_gbps(sent_rate);
         }
@@ -167,6 +166,9 @@ simulation::~simulation() = default;
 sim_time simulation::ideal_completion(const flow_spec& f) const {
     const config::topology& topo = _scenario.topology;
     const std::uint64_t speed = topo.links[topo.hosts[f.source].nics[0].link_index].params.speed_bps;
+    const nic::nic_node& from = *_nics[f.source];
+    const nic::nic_node& to = *_nics[f.destination];
+    const std::uint32_t payload_per_packet = 128u << std::min(from.port_attributes().active_mtu, to.port_attributes().active_mtu);
     const std::uint64_t packets = (f.bytes + payload_per_packet - 1) / payload_per_packet;
     const auto wire_bits = static_cast<unsigned __int128>(f.bytes + packets * framing_per_packet) * 8;
     return static_cast<sim_time>(wire_bits * 1'000'000'000u / speed);

@@ -44,8 +44,8 @@ public:
     const std::vector<nic::nic_node*>& nics() const { return _nics; } // per host, first NIC
     sim_time now() const { return _driver->now(); }
     std::uint64_t frames_delivered() const { return _driver->frames_delivered(); }
-    // Ideal completion time of a flow: its packets (4096-byte payloads, 82 bytes of headers and
-    // framing each) back to back at the sender's line rate.
+    // Ideal completion time of a flow: its packets (payloads of the path MTU, 82 bytes of
+    // headers and framing each) back to back at the sender's line rate.
     sim_time ideal_completion(const flow_spec& f) const;
 
 private:

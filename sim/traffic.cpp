@@ -112,7 +112,7 @@ traffic_generator::traffic_generator(const scenario& s, std::vector<nic::nic_nod
                   "modify_qp INIT");
             attr = {};
             attr.qp_state = IBV_QPS_RTR;
-            attr.path_mtu = IBV_MTU_4096;
+            attr.path_mtu = std::min(self.nic->port_attributes().active_mtu, peer.nic->port_attributes().active_mtu);
             attr.dest_qp_num = peer_qpn;
             attr.rq_psn = 0;
             attr.max_dest_rd_atomic = 1;
@@ -142,7 +142,8 @@ traffic_generator::traffic_generator(const scenario& s, std::vector<nic::nic_nod
         };
         connect(from, c->qp_sender, to, c->qpn_receiver);
         connect(to, c->qp_receiver, from, c->qpn_sender);
-        _flows.push_back({&f, from.nic, to.nic, c->qpn_sender});
+        const ibv_mtu mtu = std::min(from.nic->port_attributes().active_mtu, to.nic->port_attributes().active_mtu);
+        _flows.push_back({&f, from.nic, to.nic, c->qpn_sender, 128u << mtu});
         _connections.push_back(std::move(c));
     }
     _order.resize(_flows.size());

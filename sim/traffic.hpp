@@ -22,6 +22,9 @@ public:
         nic::nic_node* sender;
         nic::nic_node* receiver;
         std::uint32_t sender_qpn = 0;
+        // Its QPs' path MTU, in payload bytes a packet: the smaller of the two ports' active
+        // MTUs, as perftest connects its QPs.
+        std::uint32_t payload_per_packet = 4096;
         std::uint64_t bytes_posted = 0, bytes_completed = 0;
         sim_time finished = never; // when the last WRITE completed at the sender
         bool failed = false;       // a completion with an error status
