@@ -10,9 +10,8 @@
 // allocates, and reordering cannot take more of the packet pool than the store's capacity.
 #pragma once
 
+#include "dataplane/dpdk.hpp"
 #include "dataplane/wire/roce_frame.hpp"
-
-#include <rte_mbuf.h>
 
 #include <array>
 #include <cstdint>

@@ -41,7 +41,7 @@ std::optional<attribute> classify(const cm_mad& mad) {
 }
 
 void set_header(cm_mad& mad, attribute a, std::uint64_t transaction_id) {
-    std::memset(&mad, 0, sizeof mad);
+    mad = cm_mad{};
     mad.header.base_version = mad_base_version;
     mad.header.mgmt_class = mgmt_class_cm;
     mad.header.class_version = cm_class_version;
