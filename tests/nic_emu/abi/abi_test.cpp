@@ -54,6 +54,26 @@ protected:
 	static inline void *handle = nullptr;
 };
 
+TEST_F(abi_library, outside_a_fabric_the_device_list_is_empty_as_on_a_host_without_rdma_devices)
+{
+	// rdma-core 44 on a host whose verbs class (ib_uverbs) holds no device
+	// returns an empty, NULL-terminated list and sets *num to 0; so does ours
+	// when no daemon is named. ibv_devices then prints an empty table, and
+	// programs report "no devices" instead of a library error.
+	int num = 42;
+	ibv_device **list = get<ibv_device **(int *)>("ibv_get_device_list")(&num);
+	ASSERT_NE(list, nullptr) << std::strerror(errno);
+	EXPECT_EQ(num, 0);
+	EXPECT_EQ(list[0], nullptr);
+	get<void(ibv_device **)>("ibv_free_device_list")(list);
+
+	// num is optional.
+	list = get<ibv_device **(int *)>("ibv_get_device_list")(nullptr);
+	ASSERT_NE(list, nullptr) << std::strerror(errno);
+	EXPECT_EQ(list[0], nullptr);
+	get<void(ibv_device **)>("ibv_free_device_list")(list);
+}
+
 TEST_F(abi_library, int_verbs_without_support_return_eopnotsupp_as_errno_value)
 {
 	EXPECT_EQ(get<int(ibv_cq *, int)>("ibv_resize_cq")(nullptr, 16), EOPNOTSUPP);
@@ -138,14 +158,21 @@ TEST_F(abi_library, read_sysfs_file_strips_the_newline_as_rdma_core_does)
 	rmdir(dir);
 }
 
-TEST_F(abi_library, provider_registration_is_accepted_and_ignored)
+TEST_F(abi_library, provider_registration_is_ignored_and_finds_no_device)
 {
 	// A provider constructor passes a pointer to its static ops table; we must
-	// neither crash nor keep it.
+	// neither keep it nor ever call it: the list of devices stays ours alone
+	// (here, with no daemon, empty), and an all-zero table would crash if
+	// anything reached through it.
 	static const char fake_ops[256] = {};
 	get<void(const void *)>("verbs_register_driver_34")(fake_ops);
 	get_version<void(const char *, void *)>("ibv_register_driver", "IBVERBS_1.1")("mlx4", nullptr);
-	SUCCEED();
+	int num = 42;
+	ibv_device **list = get<ibv_device **(int *)>("ibv_get_device_list")(&num);
+	ASSERT_NE(list, nullptr) << std::strerror(errno);
+	EXPECT_EQ(num, 0);
+	EXPECT_EQ(list[0], nullptr);
+	get<void(ibv_device **)>("ibv_free_device_list")(list);
 }
 
 TEST_F(abi_library, compat_1_0_versions_are_separate_functions_that_fail)
