@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <unistd.h>
@@ -26,13 +27,25 @@ struct table {
         ADD_FAILURE() << "no column " << name;
         return 0;
     }
-    // The values of column `name` at times in [from_us, to_us).
+    // The values of column `name` at times in [from_us, to_us). Every caller judges a window the
+    // run must have sampled: an empty one is a failure, not a vacuous pass.
     std::vector<double> between(const std::string& name, double from_us, double to_us) const {
         std::vector<double> out;
         const std::size_t c = column(name);
         for (const auto& r : rows)
             if (r[0] >= from_us && r[0] < to_us) out.push_back(r[c]);
+        if (out.empty()) ADD_FAILURE() << "no sample of " << name << " in [" << from_us << ", " << to_us << ") us";
         return out;
+    }
+    // Column `name` of the last row (the end of the run); NaN, which fails every comparison, and a
+    // failure when there is no row.
+    double last(const std::string& name) const {
+        const std::size_t c = column(name);
+        if (rows.empty()) {
+            ADD_FAILURE() << "no rows, so no last " << name;
+            return std::numeric_limits<double>::quiet_NaN();
+        }
+        return rows.back()[c];
     }
 };
 
@@ -64,11 +77,14 @@ table parse(const std::string& text) {
     return t;
 }
 
-double max_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+// NaN for no values: it fails every comparison, so an empty window cannot pass a bound.
+double max_of(const std::vector<double>& v) {
+    return v.empty() ? std::numeric_limits<double>::quiet_NaN() : *std::max_element(v.begin(), v.end());
+}
 double mean_of(const std::vector<double>& v) {
     double sum = 0;
     for (double x : v) sum += x;
-    return v.empty() ? 0 : sum / static_cast<double>(v.size());
+    return v.empty() ? std::numeric_limits<double>::quiet_NaN() : sum / static_cast<double>(v.size());
 }
 
 // Runs configs/NAME.yaml, after `change` edits the loaded scenario, into a fresh directory and
@@ -116,6 +132,7 @@ TEST(sim_incast_2to1, on_1500_byte_links_the_flows_run_at_a_1024_byte_path_mtu) 
 
 TEST(sim_incast_2to1, with_dcqcn_the_senders_share_fairly_and_pfc_is_never_needed) {
     const outputs o = results(run("incast-2to1-dcqcn"));
+    ASSERT_EQ(o.fct.rows.size(), 2u) << "one fct.csv row per flow";
     const double first_done = std::min(o.fct.rows[0][o.fct.column("finish_us")], o.fct.rows[1][o.fct.column("finish_us")]);
     // From 1 ms (DCQCN has converged) until the first flow ends: each sender's sending rate
     // averages within 10 % of the other's, and together they keep the bottleneck over 60 % busy.
@@ -126,16 +143,19 @@ TEST(sim_incast_2to1, with_dcqcn_the_senders_share_fairly_and_pfc_is_never_neede
     // The bottleneck queue stays below the ECN band's top (1.5 MB): marks and CNPs hold it,
     // so the switch never pauses anyone.
     EXPECT_LT(max_of(o.queues.between("sw1:swp3", 1000, first_done)), 1'500'000);
-    EXPECT_EQ(o.counters.rows.back()[o.counters.column("switch_pause_frames")], 0);
-    EXPECT_GT(o.counters.rows.back()[o.counters.column("cnp_handled")], 0);
+    EXPECT_EQ(o.counters.last("switch_pause_frames"), 0);
+    EXPECT_GT(o.counters.last("cnp_handled"), 0);
     for (const auto& row : o.fct.rows) EXPECT_GT(row[o.fct.column("fct_us")], 0) << "a flow did not complete";
 }
 
 TEST(sim_incast_2to1, with_pfc_alone_the_queue_sits_at_xoff_and_pauses_never_stop) {
     const outputs o = results(run("incast-2to1-pfc"));
+    ASSERT_EQ(o.fct.rows.size(), 2u) << "one fct.csv row per flow";
     const double first_done = std::min(o.fct.rows[0][o.fct.column("finish_us")], o.fct.rows[1][o.fct.column("finish_us")]);
-    EXPECT_EQ(o.counters.rows.back()[o.counters.column("cnp_sent")], 0);
-    // In every 500 us while both flows run, the switch sends pause frames again.
+    EXPECT_EQ(o.counters.last("cnp_sent"), 0);
+    // In every 500 us while both flows run, the switch sends pause frames again; at 20 MB each over
+    // one 100G port, they run for milliseconds, so there are windows to judge.
+    ASSERT_GE(first_done, 1000) << "the flows ended before a window was judged";
     for (double t = 500; t + 500 <= first_done; t += 500) {
         const auto window = o.counters.between("switch_pause_frames", t, t + 500);
         ASSERT_FALSE(window.empty());
@@ -143,19 +163,21 @@ TEST(sim_incast_2to1, with_pfc_alone_the_queue_sits_at_xoff_and_pauses_never_sto
     }
     // The queue keeps going back up past a megabyte, to where the senders' groups pause them.
     EXPECT_GT(max_of(o.queues.between("sw1:swp3", 1000, first_done)), 1'000'000);
-    EXPECT_EQ(o.counters.rows.back()[o.counters.column("headroom_drops")], 0); // lossless
-    EXPECT_EQ(o.counters.rows.back()[o.counters.column("tail_drops")], 0);
+    EXPECT_EQ(o.counters.last("headroom_drops"), 0); // lossless
+    EXPECT_EQ(o.counters.last("tail_drops"), 0);
 }
 
 TEST(sim_incast_16to1, dcqcn_with_the_papers_parameters_needs_far_fewer_pauses_than_pfc_alone) {
     const outputs with = results(run("incast-16to1-dcqcn-paper"));
     const outputs without = results(run("incast-16to1-pfc"));
-    const double paused_with = with.counters.rows.back()[with.counters.column("switch_pause_frames")];
-    const double paused_without = without.counters.rows.back()[without.counters.column("switch_pause_frames")];
+    const double paused_with = with.counters.last("switch_pause_frames");
+    const double paused_without = without.counters.last("switch_pause_frames");
     EXPECT_GT(paused_without, 0);
     EXPECT_LT(paused_with * 3, paused_without) << paused_with << " against " << paused_without;
-    for (const outputs* o : {&with, &without})
+    for (const outputs* o : {&with, &without}) {
+        ASSERT_EQ(o->fct.rows.size(), 16u) << "one fct.csv row per flow";
         for (const auto& row : o->fct.rows) EXPECT_GT(row[o->fct.column("fct_us")], 0) << "a flow did not complete";
+    }
 }
 
 // The figures the README's scenario table gives for the 16:1 incasts: pause frames the switch
@@ -173,7 +195,7 @@ TEST(sim_incast_16to1, the_readmes_pause_and_completion_figures) {
         const outputs o = results(run(f.scenario));
         ASSERT_FALSE(o.counters.rows.empty()) << f.scenario;
         ASSERT_EQ(o.fct.rows.size(), 16u) << f.scenario;
-        EXPECT_EQ(o.counters.rows.back()[o.counters.column("switch_pause_frames")], f.pauses) << f.scenario;
+        EXPECT_EQ(o.counters.last("switch_pause_frames"), f.pauses) << f.scenario;
         double last = 0;
         for (const auto& row : o.fct.rows) {
             EXPECT_GT(row[o.fct.column("fct_us")], 0) << f.scenario << ": a flow did not complete";
@@ -186,34 +208,38 @@ TEST(sim_incast_16to1, the_readmes_pause_and_completion_figures) {
 TEST(sim_victim_flow, behind_an_incast_pfc_blocks_the_victim_and_dcqcn_gives_it_back_its_bandwidth) {
     const outputs blocked = results(run("victim-flow-pfc"));
     const outputs freed = results(run("victim-flow-dcqcn"));
+    ASSERT_EQ(blocked.fct.rows.size(), 4u) << "one fct.csv row per flow";
+    ASSERT_EQ(freed.fct.rows.size(), 4u) << "one fct.csv row per flow";
     // The victim is the scenario's last flow; a flow that did not complete has no slowdown.
     auto victim_slowdown = [](const outputs& o) { return o.fct.rows.back()[o.fct.column("slowdown")]; };
     // The victim's receiver is idle: only the pauses sw2 sends sw1 for the incast hold it up.
     EXPECT_GT(victim_slowdown(blocked), 2.0);
-    EXPECT_GT(blocked.counters.rows.back()[blocked.counters.column("switch_pause_frames")], 0);
+    EXPECT_GT(blocked.counters.last("switch_pause_frames"), 0);
     EXPECT_GT(victim_slowdown(freed), 0.0);
     EXPECT_LT(victim_slowdown(freed), 1.2);
-    EXPECT_LT(freed.counters.rows.back()[freed.counters.column("switch_pause_frames")],
-              blocked.counters.rows.back()[blocked.counters.column("switch_pause_frames")]);
+    EXPECT_LT(freed.counters.last("switch_pause_frames"), blocked.counters.last("switch_pause_frames"));
 }
 
 TEST(sim_pfc_storm, a_stalled_receiver_blocks_its_neighbour_until_the_watchdog_drops_the_storm) {
     const outputs o = results(run("pfc-storm"));
+    ASSERT_EQ(o.fct.rows.size(), 2u) << "one fct.csv row per flow";
     const auto& blocked = o.fct.rows.back(); // h1 to h2, behind h1's pause
     // NVIDIA's watchdog: three polls of 100 ms find swp3 paused, then it drops.
     EXPECT_GT(blocked[o.fct.column("finish_us")], 200'000);
     EXPECT_LT(blocked[o.fct.column("finish_us")], 450'000);
-    EXPECT_GT(o.counters.rows.back()[o.counters.column("watchdog_drops")], 0);
-    EXPECT_GT(o.counters.rows.back()[o.counters.column("nic_pause_frames_received")], 100); // the storm reached h1
-    EXPECT_EQ(o.counters.rows.back()[o.counters.column("headroom_drops")], 0);
+    EXPECT_GT(o.counters.last("watchdog_drops"), 0);
+    EXPECT_GT(o.counters.last("nic_pause_frames_received"), 100); // the storm reached h1
+    EXPECT_EQ(o.counters.last("headroom_drops"), 0);
 
     // Without the watchdog the storm holds the neighbour's flow for the whole run.
     const outputs held = results(run("pfc-storm", [](scenario& s) {
         s.topology.switches[0].qos.pfc_watchdog.enabled = false;
         s.duration = milliseconds(450);
     }));
-    EXPECT_EQ(held.fct.rows.back()[held.fct.column("fct_us")], 0) << "completed without the watchdog";
-    EXPECT_EQ(held.counters.rows.back()[held.counters.column("watchdog_drops")], 0);
+    ASSERT_EQ(held.fct.rows.size(), 2u) << "one fct.csv row per flow";
+    // An unfinished flow's fct_us cell is empty, which reads as 0.
+    EXPECT_EQ(held.fct.last("fct_us"), 0) << "completed without the watchdog";
+    EXPECT_EQ(held.counters.last("watchdog_drops"), 0);
 }
 
 TEST(sim_trust_l2, priority_tagged_roce_stays_lossless_where_untagged_roce_falls_into_the_default_priority) {
@@ -227,11 +253,11 @@ TEST(sim_trust_l2, priority_tagged_roce_stays_lossless_where_untagged_roce_falls
         };
     };
     const outputs tagged = results(run("incast-2to1-pfc", trusting_l2(true)));
-    EXPECT_GT(tagged.counters.rows.back()[tagged.counters.column("switch_pause_frames")], 0);
-    EXPECT_EQ(tagged.counters.rows.back()[tagged.counters.column("tail_drops")], 0);
+    EXPECT_GT(tagged.counters.last("switch_pause_frames"), 0);
+    EXPECT_EQ(tagged.counters.last("tail_drops"), 0);
     const outputs untagged = results(run("incast-2to1-pfc", trusting_l2(false)));
-    EXPECT_EQ(untagged.counters.rows.back()[untagged.counters.column("switch_pause_frames")], 0);
-    EXPECT_GT(untagged.counters.rows.back()[untagged.counters.column("tail_drops")], 0);
+    EXPECT_EQ(untagged.counters.last("switch_pause_frames"), 0);
+    EXPECT_GT(untagged.counters.last("tail_drops"), 0);
 }
 
 TEST(sim, the_same_scenario_and_seed_write_the_same_bytes) {
@@ -241,7 +267,8 @@ TEST(sim, the_same_scenario_and_seed_write_the_same_bytes) {
     std::filesystem::rename(first, first + "-1");
     const std::string second = run("incast-2to1-dcqcn");
     for (const auto& [name, bytes] : files) {
-        EXPECT_FALSE(bytes.empty());
+        // A header and at least one row: two files with no data would be the same bytes too.
+        EXPECT_GE(std::count(bytes.begin(), bytes.end(), '\n'), 2) << name << ":\n" << bytes;
         EXPECT_EQ(read(second + "/" + name), bytes) << name;
     }
     std::filesystem::remove_all(first + "-1");

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Checks that unmodified rdma-core / perftest binaries load against our library.
+"""Checks that unmodified rdma-core / perftest binaries load against our libibverbs.so.1.
 
 perftest is linked with BIND_NOW and pulls in librdmacm, libmlx5 and libefa,
 whose constructors call verbs_register_driver_34; one missing symbol or version
@@ -11,9 +11,10 @@ node and the dynamic linker refuses to start the program.  Two checks:
    found", and libibverbs.so.1 resolves to our directory, not the system one.
 2. Actually start a few programs (LD_BIND_NOW=1) so that the providers'
    constructors run against our library.  --help may exit non-zero; only the
-   loader's complaints matter.
+   loader's complaints matter.  No daemon is named (ROCEFAB_SOCKET is removed),
+   so ibv_devices and ibv_devinfo find no device and the library stays local.
 
-Usage: load_test.py DIR_OF_OUR_LIBIBVERBS
+Usage: load_test.py DIR_OF_OUR_LIBIBVERBS (build/nic_emu/verbs, the library users load)
 """
 
 import glob
@@ -43,6 +44,8 @@ def main():
         print('no %s' % our_lib)
         return 1
     env = dict(os.environ, LD_LIBRARY_PATH=lib_dir, LD_BIND_NOW='1')
+    env.pop('ROCEFAB_SOCKET', None)
+    env.pop('ROCEFAB_HOST', None)
     failures = []
 
     objects = sorted(glob.glob('/usr/bin/ibv_*') + glob.glob('/usr/bin/ib_*_*') + glob.glob('/usr/bin/raw_ethernet_*'))
