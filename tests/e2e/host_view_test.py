@@ -10,6 +10,7 @@ for the fallback and for a fabric started without root.
 Run by meson (suite e2e) as:  /usr/bin/python3 host_view_test.py BUILD_DIR SOURCE_DIR CASE
 """
 
+import contextlib
 import ipaddress
 import os
 import re
@@ -164,8 +165,9 @@ class fabrics_side_by_side(host_view_case):
 
 
 class hosts_reachable_by_address(host_view_case):
-    def test_a_tcp_connect_to_another_hosts_address_reaches_its_listener_and_loopback_does_not(self):
-        port = "18600"
+    @contextlib.contextmanager
+    def listener_on_h2(self, port):
+        """LISTENER on h2, listening on `port` for the body of the with."""
         listener = subprocess.Popen([ROCEFAB, "run", "--fabric", self.name, "--host", "h2", "--", sys.executable, "-c",
                                      LISTENER, port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     env=self.env)
@@ -173,6 +175,14 @@ class hosts_reachable_by_address(host_view_case):
             if listener.stdout.readline().strip() != "listening":
                 listener.kill()
                 self.fail("the listener on h2 did not start: " + listener.communicate()[1])
+            yield
+        finally:
+            listener.kill()
+            listener.communicate()
+
+    def test_a_tcp_connect_to_another_hosts_address_reaches_its_listener_and_loopback_does_not(self):
+        port = "18600"
+        with self.listener_on_h2(port):
             # h1's loopback is h1's own: nothing listens there.
             local = self.run_on("h1", sys.executable, "-c", CONNECT, "127.0.0.1", port)
             self.assertEqual(local.stdout.strip(), "refused", local.stdout + local.stderr)
@@ -180,29 +190,16 @@ class hosts_reachable_by_address(host_view_case):
             self.assertEqual(remote.stdout.strip(), "hello from h2 to " + self.address_of("h1"),
                              remote.stdout + remote.stderr)
             self.assertEqual(remote.stderr, "", "no fallback line when the host view is complete")
-        finally:
-            listener.kill()
-            listener.communicate()
-
 
     def test_the_fabrics_host_names_resolve_to_their_addresses_and_the_machines_hosts_file_is_untouched(self):
         with open("/etc/hosts") as f:
             machine_hosts = f.read()
         port = "18601"
-        listener = subprocess.Popen([ROCEFAB, "run", "--fabric", self.name, "--host", "h2", "--", sys.executable, "-c",
-                                     LISTENER, port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    env=self.env)
-        try:
-            if listener.stdout.readline().strip() != "listening":
-                listener.kill()
-                self.fail("the listener on h2 did not start: " + listener.communicate()[1])
+        with self.listener_on_h2(port):
             # As on a cluster whose nodes know each other's names (mpirun -H h1,h2; ib_write_bw h2).
             remote = self.run_on("h1", sys.executable, "-c", CONNECT, "h2", port)
             self.assertEqual(remote.stdout.strip(), "hello from h2 to " + self.address_of("h1"),
                              remote.stdout + remote.stderr)
-        finally:
-            listener.kill()
-            listener.communicate()
         names = self.run_on("h2", "getent", "hosts", "h1", "h2-rfab0", "localhost")
         self.assertEqual(names.returncode, 0, names.stdout + names.stderr)
         self.assertRegex(names.stdout, r"(?m)^%s\s+h1\b" % re.escape(self.address_of("h1")))

@@ -159,17 +159,23 @@ TEST_F(dcqcn_nics_without_reaction_point, cnps_for_a_priority_with_dcqcn_off_are
 class slow_receiver : public two_nics {
 protected:
     void adjust(nic_spec&, nic_spec& h2_spec) override { h2_spec.host_rx_bps = 10'000'000'000; }
+
+    // A 1 MiB SEND from h1 to h2 on a connected pair at path MTU 4096; returns when h2's receive
+    // completed, or 0 if it did not within 20 ms.
+    sim_time send_one_mebibyte() {
+        connect({.mtu = IBV_MTU_4096});
+        post_recv(h2, 1, 0, 1 << 20);
+        post_send(h1, 1, IBV_WR_SEND, 0, 1 << 20);
+        while (now() < milliseconds(20)) {
+            run_for(microseconds(10));
+            if (!poll(h2.recv_cq_control, h2.recv_cqes).empty()) return now();
+        }
+        return 0;
+    }
 };
 
 TEST_F(slow_receiver, pauses_the_sender_with_pfc_instead_of_dropping) {
-    connect({.mtu = IBV_MTU_4096});
-    post_recv(h2, 1, 0, 1 << 20);
-    post_send(h1, 1, IBV_WR_SEND, 0, 1 << 20);
-    sim_time done = 0;
-    while (!done && now() < milliseconds(20)) {
-        run_for(microseconds(10));
-        if (!poll(h2.recv_cq_control, h2.recv_cqes).empty()) done = now();
-    }
+    const sim_time done = send_one_mebibyte();
     ASSERT_GT(done, 0) << "the send did not complete";
     // 1 MiB at the host's 10 Gb/s: at least 839 us, however fast the link.
     EXPECT_GT(done, microseconds(839));
@@ -208,22 +214,14 @@ public:
     bool poll(sim_time) override { return false; }
 };
 
-class slow_receiver_trusting_dscp_behind_a_tagger : public two_nics {
+class slow_receiver_trusting_dscp_behind_a_tagger : public slow_receiver {
 protected:
-    void adjust(nic_spec&, nic_spec& h2_spec) override { h2_spec.host_rx_bps = 10'000'000'000; }
     node* middle() override { return &tagger; }
     priority_tagger tagger;
 };
 
 TEST_F(slow_receiver_trusting_dscp_behind_a_tagger, a_tagged_frame_is_buffered_and_paused_by_its_dscp) {
-    connect({.mtu = IBV_MTU_4096});
-    post_recv(h2, 1, 0, 1 << 20);
-    post_send(h1, 1, IBV_WR_SEND, 0, 1 << 20);
-    sim_time done = 0;
-    while (!done && now() < milliseconds(20)) {
-        run_for(microseconds(10));
-        if (!poll(h2.recv_cq_control, h2.recv_cqes).empty()) done = now();
-    }
+    const sim_time done = send_one_mebibyte();
     ASSERT_GT(done, 0) << "the send did not complete";
     const nic_counters& receiver = h2.nic->counters();
     EXPECT_GT(receiver.tx_prio_pause[3], 1u);
