@@ -157,7 +157,7 @@ std::string run_ip(const std::string& ip, int user_fd, int ns_fd, const std::str
         if (::setns(ns_fd, CLONE_NEWNET) != 0) ::_exit(126);
         // Out of the way of 0-2 and of the numbers they land on, then into place.
         std::vector<int>::size_type i = 0;
-        int high[16];
+        int high[16] = {};
         for (i = 0; i < pass.size() && i < 16; ++i) high[i] = ::fcntl(pass[i], F_DUPFD_CLOEXEC, 64);
         ::dup2(input[0], 0);
         ::dup2(output[1], 1);

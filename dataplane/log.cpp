@@ -74,7 +74,7 @@ std::string parse_levels(std::string_view text, levels& out) {
     return {};
 }
 
-void start(const levels& levels, spdlog::sink_ptr sink) {
+void start(const levels& levels, const spdlog::sink_ptr& sink) {
     // One writer thread; 8192 queued messages, the oldest dropped when full: a burst of events
     // must not stall the data plane behind the log file.
     writer = std::make_shared<spdlog::details::thread_pool>(8192, 1);

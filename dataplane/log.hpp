@@ -74,7 +74,7 @@ inline constexpr std::string_view valid_levels = "trace, debug, info, warn, erro
 
 // Every component logs to `sink` at its level from now on. Not thread-safe: call it before the
 // threads that log start.
-void start(const levels& levels, spdlog::sink_ptr sink);
+void start(const levels& levels, const spdlog::sink_ptr& sink);
 // Writes what is queued and goes back to dropping everything.
 void stop();
 

@@ -52,7 +52,7 @@ struct traffic_generator::connection {
     std::uint32_t outstanding = 0;
 };
 
-traffic_generator::traffic_generator(const scenario& s, std::vector<nic::nic_node*> nics)
+traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::nic_node*>& nics)
     : node("traffic", 0), _scenario(s) {
     for (nic::nic_node* n : nics) {
         auto h = std::make_unique<host>();

@@ -31,7 +31,7 @@ public:
     };
 
     // `nics[h]`: host h's first NIC. Creates every flow's QPs and connects them.
-    traffic_generator(const scenario& s, std::vector<nic::nic_node*> nics);
+    traffic_generator(const scenario& s, const std::vector<nic::nic_node*>& nics);
     ~traffic_generator() override;
 
     void receive(std::uint16_t, rte_mbuf* frame, sim_time) override { rte_pktmbuf_free(frame); }

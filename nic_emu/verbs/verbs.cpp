@@ -59,7 +59,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     const std::uint32_t mask = qp->send_slot_count - 1;
     int error = 0;
     for (; wr; wr = wr->next) {
-        if (ibqp->state < IBV_QPS_RTS && ibqp->state != IBV_QPS_ERR) {
+        if (ibqp->state < IBV_QPS_RTS) { // RESET, INIT, RTR: nothing may be sent yet
             error = EINVAL;
             break;
         }

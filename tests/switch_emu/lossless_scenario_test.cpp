@@ -28,7 +28,7 @@ class incast : public ::testing::Test {
 protected:
     // The switch sizes headroom for 1 us cables; `cable_delay` is what the links really have.
     void build(unsigned senders, std::uint64_t frames_each, const qos_spec& qos,
-               std::function<std::uint8_t(unsigned)> dscp_of = [](unsigned) { return 26; },
+               const std::function<std::uint8_t(unsigned)>& dscp_of = [](unsigned) { return 26; },
                sim_time cable_delay = 1000) {
         ASSERT_NE(test_pool(), nullptr);
         switch_spec spec;

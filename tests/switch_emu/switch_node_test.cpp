@@ -201,13 +201,13 @@ wire::mac_address neighbour_mac(unsigned port) {
     return m;
 }
 
-route_spec v4_route(const char* prefix, unsigned length, std::vector<std::uint16_t> ports) {
+route_spec v4_route(const char* prefix, unsigned length, const std::vector<std::uint16_t>& ports) {
     route_spec r{wire::ipv6_address::v4_mapped(ipv4(prefix)), length, false, ports, {}};
     for (auto p : ports) r.next_hop_macs.push_back(neighbour_mac(p));
     return r;
 }
 
-route_spec v6_route(const char* prefix, unsigned length, std::vector<std::uint16_t> ports) {
+route_spec v6_route(const char* prefix, unsigned length, const std::vector<std::uint16_t>& ports) {
     route_spec r{ipv6(prefix), length, true, ports, {}};
     for (auto p : ports) r.next_hop_macs.push_back(neighbour_mac(p));
     return r;
