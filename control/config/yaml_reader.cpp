@@ -85,13 +85,34 @@ yaml_mapping yaml_reader::expect_map(const YAML::Node& node, const std::string& 
                 }
             fail(key_node, m.child_path(key), message + " (valid keys: " + join(valid) + ")");
         }
-        // yaml-cpp keeps both copies of a repeated key and answers lookups with the first; say so instead.
-        if (const yaml_entry* first = m.find(key))
-            fail(key_node, m.child_path(key),
-                 "duplicate key (first given at line " + std::to_string(position_of(first->key_node).line) + ")");
+        refuse_repeated(key_node, m.child_path(key), m.entries);
         m.entries.push_back({key, key_node, it->second});
     }
     return m;
+}
+
+std::vector<yaml_entry> yaml_reader::expect_unique_keys(const YAML::Node& node, const std::string& path) const {
+    std::vector<yaml_entry> entries;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+        if (!it->first.IsScalar()) {
+            entries.push_back({"", it->first, it->second});
+            continue;
+        }
+        const std::string key = it->first.Scalar();
+        refuse_repeated(it->first, path + "." + key, entries);
+        entries.push_back({key, it->first, it->second});
+    }
+    return entries;
+}
+
+// yaml-cpp keeps both copies of a repeated key and answers lookups with the first (iteration sees both, so a loop
+// over the entries would let the last win); say so instead.
+void yaml_reader::refuse_repeated(const YAML::Node& key_node, const std::string& key_path,
+                                  const std::vector<yaml_entry>& earlier) const {
+    for (const yaml_entry& first : earlier)
+        if (first.key_node.IsScalar() && first.key == key_node.Scalar())
+            fail(key_node, key_path,
+                 "duplicate key (first given at line " + std::to_string(position_of(first.key_node).line) + ")");
 }
 
 const YAML::Node& yaml_reader::required(const yaml_mapping& m, std::string_view key, const std::string& hint) const {

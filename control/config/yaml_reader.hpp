@@ -72,6 +72,10 @@ public:
                             std::initializer_list<std::string_view> valid_keys) const;
     yaml_mapping expect_map(const YAML::Node& node, const std::string& path,
                             const std::vector<std::string>& valid_keys) const;
+    // The entries of a mapping whose keys are data rather than a fixed set (host names, DSCP values), in the file's
+    // order: a plain key given twice is refused as expect_map refuses it; a key that is not a plain value is kept
+    // (its `key` empty) for the caller to refuse in its own words. The caller checks first that `node` is a mapping.
+    std::vector<yaml_entry> expect_unique_keys(const YAML::Node& node, const std::string& path) const;
     // The value of `key` in `m`, or an error at the mapping: "missing required key 'KEY'" followed by `hint`.
     const YAML::Node& required(const yaml_mapping& m, std::string_view key, const std::string& hint) const;
     // An absent or empty list (`switches:` with nothing after it) is an empty list.
@@ -96,6 +100,10 @@ public:
                                const std::string& what, const std::string& example) const;
 
 private:
+    // Refuses `key_node` if a plain key among `earlier` has its text.
+    void refuse_repeated(const YAML::Node& key_node, const std::string& key_path,
+                         const std::vector<yaml_entry>& earlier) const;
+
     std::string _file;
 };
 

@@ -151,6 +151,9 @@ TEST(scenario, bad_values_name_their_line_key_and_what_is_valid) {
          "from 1 to 15"},
         {"nic: { hosts: { h2: { host-rx-rate: fast } } }\ntraffic: [ { from: h1, to: h2, size: 1MB } ]\n", 11,
          "nic.hosts.h2.host-rx-rate", "a number and a unit M, G or T"},
+        {"nic: { hosts: { h2: { host-rx-rate: 10G }, h2: { trust: l2 } } }\n"
+         "traffic: [ { from: h1, to: h2, size: 1MB } ]\n",
+         11, "nic.hosts.h2", "duplicate key (first given at line 11)"},
         {"traffic: [ { from: h1, to: h2, size-cdf: nowhere.txt, flows: 1, load: 1 } ]\n", 11, "traffic[0].size-cdf",
          "cannot read the size CDF"},
         {"traffic: [ { from: h1, to: h2, size: 1MB } ]\nsimulation: { duration: 2s }\n", 12, "simulation.duration",

@@ -82,13 +82,13 @@ void read_nic(const yaml_reader& reader, const YAML::Node& node, topology& out) 
     const std::string at = "nic.hosts";
     if (!e->value.IsMap())
         reader.fail(e->value, at, "expected a mapping of host names, e.g. { h3: { host-rx-rate: 10G } }");
-    for (auto it = e->value.begin(); it != e->value.end(); ++it) {
-        const std::string name = reader.expect_scalar(it->first, at, "h3");
+    for (const yaml_entry& entry : reader.expect_unique_keys(e->value, at)) {
+        const std::string name = reader.expect_scalar(entry.key_node, at, "h3");
         const auto host = std::find_if(out.hosts.begin(), out.hosts.end(),
                                        [&](const host_config& h) { return h.name == name; });
-        if (host == out.hosts.end()) reader.fail(it->first, at + "." + name, "unknown host '" + name + "'");
+        if (host == out.hosts.end()) reader.fail(entry.key_node, at + "." + name, "unknown host '" + name + "'");
         const yaml_mapping settings =
-            reader.expect_map(it->second, at + "." + name, {"host-rx-rate", "trust", "dcqcn"});
+            reader.expect_map(entry.value, at + "." + name, {"host-rx-rate", "trust", "dcqcn"});
         read_nic_settings(reader, settings, host->nic);
         if (const yaml_entry* rate = settings.find("host-rx-rate")) {
             const std::string path = settings.child_path("host-rx-rate");

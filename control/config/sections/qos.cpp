@@ -42,11 +42,11 @@ void read_mapping(const yaml_reader& reader, const YAML::Node& node, const std::
         const std::string at = map.child_path("dscp");
         if (!d->value.IsMap())
             reader.fail(d->value, at, "expected a mapping of DSCP to switch priority, e.g. { 26: 3 }");
-        for (auto it = d->value.begin(); it != d->value.end(); ++it) {
-            const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
-            const auto dscp = reader.expect_whole(it->first, at, 0, 63, "DSCP");
+        for (const yaml_entry& entry : reader.expect_unique_keys(d->value, at)) {
+            const std::string key = entry.key_node.IsScalar() ? entry.key : "?";
+            const auto dscp = reader.expect_whole(entry.key_node, at, 0, 63, "DSCP");
             qos.dscp_to_priority[dscp] =
-                static_cast<std::uint8_t>(reader.expect_whole(it->second, at + "." + key, 0, 7, "switch priority"));
+                static_cast<std::uint8_t>(reader.expect_whole(entry.value, at + "." + key, 0, 7, "switch priority"));
         }
     }
 }

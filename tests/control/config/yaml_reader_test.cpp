@@ -49,6 +49,21 @@ TEST(yaml_reader, a_repeated_key_is_refused_at_its_second_copy_naming_the_first)
     EXPECT_EQ(e.message, "duplicate key (first given at line 1)");
 }
 
+TEST(yaml_reader, a_mapping_keyed_by_data_refuses_a_repeated_key_and_leaves_odd_keys_to_its_caller) {
+    const yaml_reader reader("f.yaml");
+    const std::vector<yaml_entry> entries = reader.expect_unique_keys(YAML::Load("{ 26: 3, [1]: 2, 48: 6 }"), "dscp");
+    ASSERT_EQ(entries.size(), 3u);
+    EXPECT_EQ(entries[0].key, "26");
+    EXPECT_EQ(entries[1].key, "");
+    EXPECT_TRUE(entries[1].key_node.IsSequence());
+    EXPECT_EQ(entries[2].value.Scalar(), "6");
+    const YAML::Node hosts = YAML::Load("h2: a\nh3: b\nh2: c\n");
+    const config_error e = error_of([&] { reader.expect_unique_keys(hosts, "hosts"); });
+    EXPECT_EQ(e.line, 3);
+    EXPECT_EQ(e.key, "hosts.h2");
+    EXPECT_EQ(e.message, "duplicate key (first given at line 1)");
+}
+
 TEST(yaml_reader, a_mapping_keeps_the_files_order_and_paths_nest) {
     const yaml_reader reader("f.yaml");
     const yaml_mapping m = reader.expect_map(YAML::Load("{ b: 2, a: 1 }"), "top.inner", {"a", "b"});
@@ -56,7 +71,8 @@ TEST(yaml_reader, a_mapping_keeps_the_files_order_and_paths_nest) {
     EXPECT_EQ(m.entries[0].key, "b");
     EXPECT_EQ(m.child_path("a"), "top.inner.a");
     EXPECT_EQ(m.find("c"), nullptr);
-    EXPECT_EQ(error_of([&] { reader.required(m, "c", " (e.g. c: 3)"); }).message, "missing required key 'c' (e.g. c: 3)");
+    EXPECT_EQ(error_of([&] { reader.required(m, "c", " (e.g. c: 3)"); }).message,
+              "missing required key 'c' (e.g. c: 3)");
 }
 
 TEST(yaml_reader, wrong_shapes_say_what_was_found) {
