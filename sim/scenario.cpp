@@ -1,6 +1,7 @@
 #include "sim/scenario.hpp"
 
 #include "control/config/units.hpp"
+#include "control/config/yaml_reader.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -15,128 +16,87 @@
 namespace rocefab::sim {
 namespace {
 
-// Thrown inside the loader, caught at its edge: the first problem ends the load.
-struct failure {
-    config::config_error error;
-};
-
 constexpr sim_time longest_run = milliseconds(1000);
 
+// Reads the scenario's own sections, through the topology loader's yaml_reader: the same positions, key paths,
+// did-you-mean hints and refusal of repeated keys as the rest of the file.
 class scenario_loader {
 public:
-    scenario_loader(std::string file, scenario& out) : _file(std::move(file)), _out(out) {}
+    scenario_loader(std::string file, scenario& out) : _reader(std::move(file)), _out(out) {}
 
+    // The top level has been checked by parse_topology (known keys, none repeated, a mapping).
     void load(const YAML::Node& root) {
         if (const YAML::Node sim = root["simulation"]) load_simulation(sim);
         const YAML::Node traffic = root["traffic"];
-        if (!traffic) fail(root, "traffic", "missing; a scenario needs at least one flow or pattern");
+        if (!traffic) _reader.fail(root, "traffic", "missing; a scenario needs at least one flow or pattern");
         if (!traffic.IsSequence() || traffic.size() == 0)
-            fail(traffic, "traffic", "expected a list of flows and patterns (lines starting with '- ')");
+            _reader.fail(traffic, "traffic", "expected a list of flows and patterns (lines starting with '- ')");
         for (std::size_t i = 0; i < traffic.size(); ++i) load_traffic(traffic[i], "traffic[" + std::to_string(i) + "]");
         if (_out.output.empty()) _out.output = "sim-out/" + _out.topology.name;
     }
 
 private:
-    [[noreturn]] void fail(const YAML::Node& at, const std::string& key, const std::string& message) const {
-        const YAML::Mark mark = at.Mark();
-        throw failure{{_file, mark.line < 0 ? 0 : mark.line + 1, mark.column < 0 ? 0 : mark.column + 1, key, message}};
-    }
-
-    void expect_keys(const YAML::Node& node, const std::string& path, std::initializer_list<const char*> keys) const {
-        if (!node.IsMap()) fail(node, path, "expected a mapping (key: value pairs)");
-        for (auto it = node.begin(); it != node.end(); ++it) {
-            const std::string key = it->first.Scalar();
-            if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; })) {
-                std::string valid;
-                for (const char* k : keys) valid += (valid.empty() ? "" : ", ") + std::string(k);
-                fail(it->first, path + "." + key, "unknown key '" + key + "' (valid keys: " + valid + ")");
-            }
-        }
-    }
-
-    std::string scalar(const YAML::Node& node, const std::string& path) const {
-        if (!node.IsScalar()) fail(node, path, "expected a single value");
-        return node.Scalar();
-    }
-
     sim_time duration(const YAML::Node& node, const std::string& path, sim_time least, sim_time most) const {
-        const std::string text = scalar(node, path);
-        const auto value = config::parse_duration(text);
-        if (!value || *value < least || *value > most)
-            fail(node, path,
-                 "bad duration '" + text + "'; expected " + config::format_duration(least) + " to " +
-                     config::format_duration(most) + ", with a unit ns, us or ms");
-        return *value;
+        return _reader.expect_duration(node, path, least, most, "duration", "10us");
     }
 
-    std::uint64_t bytes(const YAML::Node& node, const std::string& path, std::uint64_t least, std::uint64_t most) const {
-        const std::string text = scalar(node, path);
-        const auto value = config::parse_bytes(text);
-        if (!value || *value < least || *value > most)
-            fail(node, path,
-                 "bad size '" + text + "'; expected " + std::to_string(least) + " to " + std::to_string(most) +
-                     " bytes, as a number or with a unit B, KB, MB, KiB or MiB");
-        return *value;
-    }
-
-    std::uint64_t whole(const YAML::Node& node, const std::string& path, std::uint64_t least, std::uint64_t most) const {
-        const std::string text = scalar(node, path);
-        const bool digits = !text.empty() && text.size() <= 12 && std::all_of(text.begin(), text.end(), ::isdigit);
-        if (!digits || std::stoull(text) < least || std::stoull(text) > most)
-            fail(node, path,
-                 "bad value '" + text + "'; expected a whole number from " + std::to_string(least) + " to " +
-                     std::to_string(most));
-        return std::stoull(text);
+    std::uint64_t bytes(const YAML::Node& node, const std::string& path, std::uint64_t least,
+                        std::uint64_t most) const {
+        return _reader.expect_bytes(node, path, least, most, "size", "1MB");
     }
 
     std::size_t host(const YAML::Node& node, const std::string& path) const {
-        const std::string name = scalar(node, path);
+        const std::string name = _reader.expect_scalar(node, path, "h1");
         const auto& hosts = _out.topology.hosts;
         for (std::size_t h = 0; h < hosts.size(); ++h)
             if (hosts[h].name == name) return h;
-        std::string known;
+        std::string known; // all of them, however many
         for (const auto& h : hosts) known += (known.empty() ? "" : ", ") + h.name;
-        fail(node, path, "unknown host '" + name + "' (hosts: " + known + ")");
+        _reader.fail(node, path, "unknown host '" + name + "' (hosts: " + known + ")");
     }
 
     std::vector<std::size_t> hosts(const YAML::Node& node, const std::string& path, std::size_t least) const {
         if (!node.IsSequence() || node.size() < least)
-            fail(node, path, "expected a list of at least " + std::to_string(least) + " hosts, e.g. [h1, h2]");
+            _reader.fail(node, path, "expected a list of at least " + std::to_string(least) + " hosts, e.g. [h1, h2]");
         std::vector<std::size_t> out;
         for (std::size_t i = 0; i < node.size(); ++i) {
             const std::size_t h = host(node[i], path);
             if (std::find(out.begin(), out.end(), h) != out.end())
-                fail(node[i], path, "host '" + node[i].Scalar() + "' is listed twice");
+                _reader.fail(node[i], path, "host '" + node[i].Scalar() + "' is listed twice");
             out.push_back(h);
         }
         return out;
     }
 
     void load_simulation(const YAML::Node& node) {
-        expect_keys(node, "simulation", {"duration", "sample-interval", "message-size", "output"});
-        if (const YAML::Node v = node["duration"]) _out.duration = duration(v, "simulation.duration", 1'000, longest_run);
-        if (const YAML::Node v = node["sample-interval"])
-            _out.sample_interval = duration(v, "simulation.sample-interval", 100, milliseconds(10));
-        if (const YAML::Node v = node["message-size"])
-            _out.message_bytes = static_cast<std::uint32_t>(bytes(v, "simulation.message-size", 1, 1u << 30));
-        if (const YAML::Node v = node["output"]) _out.output = scalar(v, "simulation.output");
+        const config::yaml_mapping m =
+            _reader.expect_map(node, "simulation", {"duration", "sample-interval", "message-size", "output"});
+        if (const config::yaml_entry* e = m.find("duration"))
+            _out.duration = duration(e->value, m.child_path(e->key), 1'000, longest_run);
+        if (const config::yaml_entry* e = m.find("sample-interval"))
+            _out.sample_interval = duration(e->value, m.child_path(e->key), 100, milliseconds(10));
+        if (const config::yaml_entry* e = m.find("message-size"))
+            _out.message_bytes = static_cast<std::uint32_t>(bytes(e->value, m.child_path(e->key), 1, 1u << 30));
+        if (const config::yaml_entry* e = m.find("output"))
+            _out.output = _reader.expect_scalar(e->value, m.child_path(e->key), "sim-out/incast");
     }
 
     // The flow sizes of a size-cdf: "bytes cumulative-percent" lines, rising.
     std::vector<std::pair<double, double>> read_cdf(const YAML::Node& node, const std::string& path) const {
-        std::filesystem::path file = scalar(node, path);
-        if (file.is_relative()) file = std::filesystem::path(_file).parent_path() / file;
+        std::filesystem::path file = _reader.expect_scalar(node, path, "flow-size-cdf/websearch.txt");
+        if (file.is_relative()) file = std::filesystem::path(_reader.file()).parent_path() / file;
         std::ifstream in(file);
-        if (!in) fail(node, path, "cannot read the size CDF " + file.string());
+        if (!in) _reader.fail(node, path, "cannot read the size CDF " + file.string());
         std::vector<std::pair<double, double>> points;
         double size, percent;
         while (in >> size >> percent) {
             if (!points.empty() && (size < points.back().first || percent < points.back().second))
-                fail(node, path, file.string() + ": sizes and percentages must not fall from one line to the next");
+                _reader.fail(node, path,
+                             file.string() + ": sizes and percentages must not fall from one line to the next");
             points.emplace_back(size, percent);
         }
         if (points.size() < 2 || points.back().second != 100)
-            fail(node, path, file.string() + ": expected lines '<bytes> <cumulative percent>' ending at 100");
+            _reader.fail(node, path, file.string() + ": expected lines '<bytes> <cumulative percent>' ending at 100");
         return points;
     }
 
@@ -159,21 +119,31 @@ private:
 
     // Adds the flows of `pairs` (sender, receiver): each of `size` bytes at `start`, or with
     // size-cdf, `flows` each with sizes drawn from the CDF and Poisson arrivals at `load`.
-    void add_flows(const YAML::Node& item, const std::string& path, const std::vector<std::pair<std::size_t, std::size_t>>& pairs) {
-        const sim_time start = item["start"] ? duration(item["start"], path + ".start", 0, longest_run) : 0;
-        if (item["size"] && item["size-cdf"]) fail(item, path, "give size or size-cdf, not both");
-        if (item["size"]) {
-            const std::uint64_t size = bytes(item["size"], path + ".size", 1, 1ull << 40);
-            for (const auto& [from, to] : pairs) add(from, to, size, start);
+    void add_flows(const config::yaml_mapping& item, const std::vector<std::pair<std::size_t, std::size_t>>& pairs) {
+        const config::yaml_entry* start_entry = item.find("start");
+        const sim_time start = start_entry ? duration(start_entry->value, item.child_path("start"), 0, longest_run) : 0;
+        const config::yaml_entry* size = item.find("size");
+        const config::yaml_entry* size_cdf = item.find("size-cdf");
+        if (size && size_cdf) _reader.fail(item.node, item.path, "give size or size-cdf, not both");
+        if (size) {
+            const std::uint64_t bytes_each = bytes(size->value, item.child_path("size"), 1, 1ull << 40);
+            for (const auto& [from, to] : pairs) add(from, to, bytes_each, start);
             return;
         }
-        if (!item["size-cdf"]) fail(item, path, "missing size (e.g. size: 10MB) or size-cdf (e.g. size-cdf: flow-size-cdf/websearch.txt)");
-        const auto cdf = read_cdf(item["size-cdf"], path + ".size-cdf");
-        if (!item["flows"] || !item["load"]) fail(item, path, "size-cdf needs flows (per sender) and load (0 to 1)");
-        const std::uint64_t count = whole(item["flows"], path + ".flows", 1, 100'000);
-        const std::string load_text = scalar(item["load"], path + ".load");
+        if (!size_cdf)
+            _reader.fail(item.node, item.path,
+                         "missing size (e.g. size: 10MB) or size-cdf (e.g. size-cdf: flow-size-cdf/websearch.txt)");
+        const auto cdf = read_cdf(size_cdf->value, item.child_path("size-cdf"));
+        const config::yaml_entry* flows = item.find("flows");
+        const config::yaml_entry* load_entry = item.find("load");
+        if (!flows || !load_entry)
+            _reader.fail(item.node, item.path, "size-cdf needs flows (per sender) and load (0 to 1)");
+        const std::uint64_t count = _reader.expect_whole(flows->value, item.child_path("flows"), 1, 100'000, "value");
+        const std::string load_text = _reader.expect_scalar(load_entry->value, item.child_path("load"), "0.5");
         const auto load = config::parse_probability(load_text);
-        if (!load || *load <= 0 || *load > 1) fail(item["load"], path + ".load", "expected a load above 0 and at most 1 (e.g. 0.5 or 50%)");
+        if (!load || *load <= 0 || *load > 1)
+            _reader.fail(load_entry->value, item.child_path("load"),
+                         "expected a load above 0 and at most 1 (e.g. 0.5 or 50%)");
         double mean = 0;
         for (std::size_t i = 1; i < cdf.size(); ++i)
             mean += (cdf[i].second - cdf[i - 1].second) / 100 * (cdf[i].first + cdf[i - 1].first) / 2;
@@ -192,31 +162,47 @@ private:
     }
 
     void load_traffic(const YAML::Node& item, const std::string& path) {
-        if (!item.IsMap()) fail(item, path, "expected a flow { from, to, size } or a pattern { pattern: incast, ... }");
-        const std::string pattern = item["pattern"] ? scalar(item["pattern"], path + ".pattern") : "";
+        if (!item.IsMap())
+            _reader.fail(item, path, "expected a flow { from, to, size } or a pattern { pattern: incast, ... }");
+        // The pattern decides which keys are valid; a repeated `pattern:` is refused by expect_map below.
+        const YAML::Node pattern_node = item["pattern"];
+        const std::string pattern =
+            pattern_node ? _reader.expect_scalar(pattern_node, path + ".pattern", "incast") : "";
         if (pattern.empty()) {
-            expect_keys(item, path, {"name", "from", "to", "size", "size-cdf", "flows", "load", "start"});
-            if (!item["from"] || !item["to"]) fail(item, path, "a flow needs from and to (e.g. { from: h1, to: h2, size: 1MB })");
-            const std::size_t from = host(item["from"], path + ".from"), to = host(item["to"], path + ".to");
-            if (from == to) fail(item["to"], path + ".to", "a flow goes from one host to another");
+            const config::yaml_mapping m =
+                _reader.expect_map(item, path, {"name", "from", "to", "size", "size-cdf", "flows", "load", "start"});
+            const config::yaml_entry* from_entry = m.find("from");
+            const config::yaml_entry* to_entry = m.find("to");
+            if (!from_entry || !to_entry)
+                _reader.fail(item, path, "a flow needs from and to (e.g. { from: h1, to: h2, size: 1MB })");
+            const std::size_t from = host(from_entry->value, m.child_path("from"));
+            const std::size_t to = host(to_entry->value, m.child_path("to"));
+            if (from == to) _reader.fail(to_entry->value, m.child_path("to"), "a flow goes from one host to another");
             const std::size_t first = _out.flows.size();
-            add_flows(item, path, {{from, to}});
-            if (item["name"] && _out.flows.size() == first + 1) _out.flows.back().name = scalar(item["name"], path + ".name");
+            add_flows(m, {{from, to}});
+            if (const config::yaml_entry* name = m.find("name"); name && _out.flows.size() == first + 1)
+                _out.flows.back().name = _reader.expect_scalar(name->value, m.child_path("name"), "f1");
             return;
         }
         std::vector<std::pair<std::size_t, std::size_t>> pairs;
+        config::yaml_mapping m;
         if (pattern == "incast") {
-            expect_keys(item, path, {"pattern", "senders", "receiver", "size", "size-cdf", "flows", "load", "start"});
-            if (!item["senders"] || !item["receiver"]) fail(item, path, "incast needs senders and receiver");
-            const std::size_t receiver = host(item["receiver"], path + ".receiver");
-            for (std::size_t s : hosts(item["senders"], path + ".senders", 1)) {
-                if (s == receiver) fail(item["senders"], path + ".senders", "the receiver cannot be one of the senders");
+            m = _reader.expect_map(item, path,
+                                   {"pattern", "senders", "receiver", "size", "size-cdf", "flows", "load", "start"});
+            const config::yaml_entry* senders = m.find("senders");
+            const config::yaml_entry* receiver_entry = m.find("receiver");
+            if (!senders || !receiver_entry) _reader.fail(item, path, "incast needs senders and receiver");
+            const std::size_t receiver = host(receiver_entry->value, m.child_path("receiver"));
+            for (std::size_t s : hosts(senders->value, m.child_path("senders"), 1)) {
+                if (s == receiver)
+                    _reader.fail(senders->value, m.child_path("senders"), "the receiver cannot be one of the senders");
                 pairs.emplace_back(s, receiver);
             }
         } else if (pattern == "all-to-all" || pattern == "permutation") {
-            expect_keys(item, path, {"pattern", "hosts", "size", "size-cdf", "flows", "load", "start"});
-            if (!item["hosts"]) fail(item, path, pattern + " needs hosts");
-            const auto group = hosts(item["hosts"], path + ".hosts", 2);
+            m = _reader.expect_map(item, path, {"pattern", "hosts", "size", "size-cdf", "flows", "load", "start"});
+            const config::yaml_entry* hosts_entry = m.find("hosts");
+            if (!hosts_entry) _reader.fail(item, path, pattern + " needs hosts");
+            const auto group = hosts(hosts_entry->value, m.child_path("hosts"), 2);
             if (pattern == "all-to-all") {
                 for (std::size_t a : group)
                     for (std::size_t b : group)
@@ -234,12 +220,13 @@ private:
                 for (std::size_t i = 0; i < group.size(); ++i) pairs.emplace_back(group[i], to[i]);
             }
         } else {
-            fail(item["pattern"], path + ".pattern", "unknown pattern '" + pattern + "'; expected incast, all-to-all or permutation");
+            _reader.fail(pattern_node, path + ".pattern",
+                         "unknown pattern '" + pattern + "'; expected incast, all-to-all or permutation");
         }
-        add_flows(item, path, pairs);
+        add_flows(m, pairs);
     }
 
-    std::string _file;
+    config::yaml_reader _reader;
     scenario& _out;
 };
 
@@ -259,7 +246,7 @@ bool parse_scenario(const std::string& yaml_text, const std::string& file_name, 
     try {
         scenario_loader(file_name, out).load(YAML::Load(yaml_text));
         return true;
-    } catch (const failure& f) {
+    } catch (const config::yaml_failure& f) {
         error = f.error;
     } catch (const std::exception& e) {
         error = {file_name, 0, 0, "", std::string("internal error while loading: ") + e.what()};

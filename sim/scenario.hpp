@@ -13,6 +13,8 @@
 //     at that fraction of the sender's link rate
 //   simulation: { duration: 10ms, sample-interval: 10us, message-size: 64KiB, output: DIR }
 //     all optional; without a duration the run ends when every flow has completed (at most 1 s)
+// As in the topology sections, an unknown key is an error that names the valid keys (and the closest one), and a
+// key given twice is refused: both sections are read through control/config/yaml_reader.hpp.
 #pragma once
 
 #include "control/config/topology.hpp"

@@ -151,10 +151,19 @@ TEST(scenario, bad_values_name_their_line_key_and_what_is_valid) {
          "from 1 to 15"},
         {"nic: { hosts: { h2: { host-rx-rate: fast } } }\ntraffic: [ { from: h1, to: h2, size: 1MB } ]\n", 11,
          "nic.hosts.h2.host-rx-rate", "a number and a unit M, G or T"},
+        {"nic: { hosts: { h2: { host-rx-rate: 10G }, h2: { trust: l2 } } }\n"
+         "traffic: [ { from: h1, to: h2, size: 1MB } ]\n",
+         11, "nic.hosts.h2", "duplicate key (first given at line 11)"},
         {"traffic: [ { from: h1, to: h2, size-cdf: nowhere.txt, flows: 1, load: 1 } ]\n", 11, "traffic[0].size-cdf",
          "cannot read the size CDF"},
         {"traffic: [ { from: h1, to: h2, size: 1MB } ]\nsimulation: { duration: 2s }\n", 12, "simulation.duration",
          "expected 1us to 1000ms"},
+        {"traffic: [ { from: h1, to: h2, sise: 1MB } ]\n", 11, "traffic[0].sise",
+         "unknown key 'sise'; did you mean 'size'? (valid keys: name, from, to, size, size-cdf, flows, load, start)"},
+        {"traffic: [ { pattern: incast, senders: [h1], reciever: h2, size: 1MB } ]\n", 11, "traffic[0].reciever",
+         "did you mean 'receiver'?"},
+        {"traffic: [ { from: h1, to: h2, size: 1MB } ]\nsimulation: { sample-intervl: 5us }\n", 12,
+         "simulation.sample-intervl", "did you mean 'sample-interval'?"},
     };
     for (const bad& c : cases) {
         SCOPED_TRACE(c.rest);
@@ -165,6 +174,33 @@ TEST(scenario, bad_values_name_their_line_key_and_what_is_valid) {
         EXPECT_EQ(e.key, c.key);
         EXPECT_CONTAINS(e.message, c.message);
     }
+}
+
+TEST(scenario, a_repeated_key_is_refused_with_its_file_and_line_not_read_as_its_first_copy) {
+    const std::string path = write(scenario_text(R"(traffic:
+  - from: h1
+    to: h2
+    size: 1MB
+    size: 2MB
+simulation:
+  duration: 1ms
+)"));
+    scenario s;
+    config::config_error error;
+    EXPECT_FALSE(load_scenario(path, s, error)) << "loaded";
+    std::filesystem::remove(path);
+    EXPECT_EQ(error.file, path);
+    EXPECT_EQ(error.line, 15);
+    EXPECT_EQ(error.column, 5);
+    EXPECT_EQ(error.key, "traffic[0].size");
+    EXPECT_EQ(error.message, "duplicate key (first given at line 14)");
+    EXPECT_EQ(error.to_string(), path + ":15:5: traffic[0].size: duplicate key (first given at line 14)");
+
+    const config::config_error twice = error_of("traffic: [ { from: h1, to: h2, size: 1MB } ]\n"
+                                                "simulation: { duration: 1ms, duration: 2ms }\n");
+    EXPECT_EQ(twice.line, 12);
+    EXPECT_EQ(twice.key, "simulation.duration");
+    EXPECT_EQ(twice.message, "duplicate key (first given at line 12)");
 }
 
 } // namespace

@@ -113,6 +113,7 @@ TEST(qos_config, bad_values_name_their_line_key_and_the_valid_range) {
     const bad cases[] = {
         {"{ mapping: { dscp: { 64: 3 } } }", "mapping.dscp", "bad DSCP '64'; expected a whole number from 0 to 63"},
         {"{ mapping: { trust: dscp } }", "mapping.trust", "expected l3 (DSCP) or l2 (PCP)"},
+        {"{ mapping: { dscp: { 26: 3, 26: 5 } } }", "mapping.dscp.26", "duplicate key (first given at line 4)"},
         {"{ egress-scheduler: { 8: { mode: strict } } }", "egress-scheduler.8", "valid keys: 0, 1, 2, 3, 4, 5, 6, 7"},
         {"{ egress-scheduler: { 1: { bw-percent: 10 } } }", "egress-scheduler", "add up to 110; at most 100"},
         {"{ egress-scheduler: { 6: { mode: fair } } }", "egress-scheduler.6.mode", "expected strict or dwrr"},
