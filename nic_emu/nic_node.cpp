@@ -33,26 +33,29 @@ rte_mbuf* nic_node::start_frame(const wire::roce_headers_spec& spec, std::size_t
     }
     const std::size_t header = wire::write_roce_headers(data, spec, payload_length);
     payload = data + header;
+    // Where the headers lie, for finish_frame(), in the fields DPDK's transmit offloads read
+    // them from; rte_pktmbuf_reset() clears them when the mbuf is next allocated.
+    const wire::roce_layout layout = wire::roce_layout_of(spec, payload_length);
+    m->l2_len = static_cast<std::uint8_t>(layout.l3_offset);
+    m->l3_len = static_cast<std::uint16_t>(layout.l4_offset - layout.l3_offset);
+    m->l4_len = sizeof(wire::udp_header);
     return m;
 }
 
 void nic_node::finish_frame(rte_mbuf* frame, sim_time now) {
     auto* data = rte_pktmbuf_mtod(frame, std::uint8_t*);
     const std::size_t on_wire = rte_pktmbuf_data_len(frame);
-    // The RoCE length is what the IP header says; Ethernet padding follows the ICRC.
-    wire::parsed_roce unused;
-    (void)unused;
-    std::size_t l3 = sizeof(wire::ethernet_header);
-    const auto* eth = reinterpret_cast<const wire::ethernet_header*>(data);
-    if (eth->ether_type.load() == wire::ethertype::vlan) l3 += sizeof(wire::vlan_header);
-    std::size_t roce_length;
-    if ((data[l3] >> 4) == 4)
-        roce_length = l3 + reinterpret_cast<const wire::ipv4_header*>(data + l3)->total_length.load();
-    else
-        roce_length = l3 + sizeof(wire::ipv6_header) +
-                      reinterpret_cast<const wire::ipv6_header*>(data + l3)->payload_length.load();
-    if (roce_length < on_wire) std::memset(data + roce_length, 0, on_wire - roce_length);
-    wire::seal_roce_frame(data, roce_length);
+    // start_frame() recorded where the headers lie; the RoCE length is what the UDP header says,
+    // as a checksum offload reads it, and Ethernet padding follows the ICRC. The IPv4 header
+    // write_roce_headers() writes has no options, so only IPv6's is 40 bytes long.
+    wire::roce_layout layout;
+    layout.l3_offset = frame->l2_len;
+    layout.l4_offset = layout.l3_offset + frame->l3_len;
+    const auto* udp = reinterpret_cast<const wire::udp_header*>(data + layout.l4_offset);
+    layout.length = layout.l4_offset + udp->length.load();
+    layout.ipv6 = frame->l3_len == sizeof(wire::ipv6_header);
+    if (layout.length < on_wire) std::memset(data + layout.length, 0, on_wire - layout.length);
+    wire::seal_roce_frame(data, layout);
     ++_counters.port_xmit_packets;
     _counters.port_xmit_data += on_wire;
     if (reinterpret_cast<const wire::ethernet_header*>(data)->destination == _spec.mac) {

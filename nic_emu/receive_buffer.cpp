@@ -5,7 +5,7 @@
 
 #include "nic_emu/nic_node.hpp"
 
-#include "dataplane/wire/ip.hpp"
+#include "dataplane/wire/frame_info.hpp"
 #include "dataplane/wire/pfc.hpp"
 
 #include <algorithm>
@@ -14,28 +14,17 @@ namespace rocefab::nic {
 
 std::uint8_t nic_node::priority_of_frame(rte_mbuf* frame) const {
     // As priority_of(packet) classifies it: trusting PCP, a tagged frame travels in its PCP;
-    // otherwise by the DSCP behind the tag, if any; anything that is not IP in priority 0.
+    // otherwise by the DSCP behind the tag, if any, valid IP header or not (the buffer takes a
+    // frame before its headers are checked); anything that is not IP in priority 0.
     const auto bytes = frame_bytes(frame);
-    std::size_t l3 = sizeof(wire::ethernet_header);
-    if (bytes.size() < l3) return 0;
-    std::uint16_t ether_type = reinterpret_cast<const wire::ethernet_header*>(bytes.data())->ether_type.load();
-    if (ether_type == wire::ethertype::vlan) {
-        if (bytes.size() < l3 + sizeof(wire::vlan_header)) return 0;
-        const auto* tag = reinterpret_cast<const wire::vlan_header*>(bytes.data() + l3);
-        if (_spec.trust_pcp) return tag->pcp();
-        ether_type = tag->ether_type.load();
-        l3 += sizeof(wire::vlan_header);
-    }
-    if (bytes.size() < l3 + 2) return 0;
-    const std::uint8_t* ip = bytes.data() + l3;
-    std::uint8_t traffic_class;
-    if (ether_type == wire::ethertype::ipv4)
-        traffic_class = ip[1];
-    else if (ether_type == wire::ethertype::ipv6)
-        traffic_class = static_cast<std::uint8_t>((ip[0] & 0x0f) << 4 | ip[1] >> 4);
-    else
+    wire::frame_info headers;
+    const wire::frame_status status = wire::parse_headers(bytes, headers);
+    if (_spec.trust_pcp && headers.vlan_tagged) return headers.pcp;
+    // The DSCP is read once the frame holds the IP header's first two bytes.
+    if (status == wire::frame_status::not_ip || status == wire::frame_status::truncated_l2 ||
+        bytes.size() < headers.l3_offset + 2u)
         return 0;
-    return _spec.dscp_to_priority[traffic_class >> 2];
+    return _spec.dscp_to_priority[headers.dscp()];
 }
 
 void nic_node::send_pfc(std::uint8_t priority, std::uint16_t quanta, sim_time now) {

@@ -20,7 +20,7 @@ inline classification classify_frame(const qos_spec& qos, const parsed_frame& pa
     if (qos.trust == trust_mode::pcp)
         priority = parsed.vlan_tagged ? parsed.pcp : qos.default_priority;
     else
-        priority = qos.dscp_to_priority[parsed.dscp & 0x3f];
+        priority = qos.dscp_to_priority[parsed.traffic_class >> 2]; // the DSCP, as an index
     return {priority, qos.priority_to_tc[priority & 7]};
 }
 

@@ -1,9 +1,11 @@
 // Stage 1, parse: find the L3 header of a frame received on a routed port and check that the
-// frame really holds what its headers claim. Nothing after this stage re-checks lengths.
+// frame really holds what its headers claim. Nothing after this stage re-checks lengths. The
+// headers are parsed by wire::parse_headers(), the one parse the NIC's receive path shares.
 #pragma once
 
 #include "dataplane/packet.hpp"
 #include "dataplane/wire/ethernet.hpp"
+#include "dataplane/wire/frame_info.hpp"
 
 #include <cstdint>
 #include <span>
@@ -18,24 +20,15 @@ enum class parse_verdict : std::uint8_t {
     non_ip,      // ARP, QinQ, anything else
 };
 
-struct parsed_frame {
-    std::uint16_t l3_offset = 0;  // 14, or 18 behind an 802.1Q tag
-    std::uint32_t l3_length = 0;  // IPv4 total length, or 40 + IPv6 payload length
-    bool v6 = false;
-    bool bridged = false;         // unicast to another MAC than the port's: switched at L2
-    bool vlan_tagged = false;
-    std::uint8_t pcp = 0;         // meaningful only when vlan_tagged
-    std::uint8_t dscp = 0;
-    std::uint8_t ecn = 0;         // the IP header's ECN field (wire::ecn)
-    std::uint8_t protocol = 0;    // IPv4 protocol or IPv6 next header
-    // UDP ports in host order for the ECMP hash; 0 when not UDP, or an IPv4 fragment (a later
-    // fragment has no UDP header, and all fragments of a datagram must take the same path).
-    std::uint16_t source_port = 0;
-    std::uint16_t destination_port = 0;
+// The frame's headers as wire::frame_info holds them (l3_offset, l3_length, v6, vlan_tagged,
+// pcp, traffic_class, protocol, the UDP ports the ECMP hash reads), and what only a switch asks.
+// Like frame_info, without member initializers: parse_frame() sets every field.
+struct parsed_frame : wire::frame_info {
+    bool bridged; // unicast to another MAC than the port's: switched at L2
 };
 
-// Decides what the frame is; fills `out` only for parse_verdict::ip. Reads only within the
-// frame's data, so any byte sequence, of any length, is safe to pass.
+// Decides what the frame is; `out` is meaningful only for parse_verdict::ip. Reads only within
+// the frame's data, so any byte sequence, of any length, is safe to pass.
 parse_verdict parse_frame(rte_mbuf* frame, const wire::mac_address& port_mac, parsed_frame& out);
 
 // The stage over a vector: parse_frame() of frames[i] into out[i] and verdicts[i]. `out` and

@@ -212,10 +212,10 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
     if (watchdog_drops(egress, tc))
         return queue_drop(&queue_counters::watchdog_drops, port_counter::watchdog_drops);
     const std::uint64_t depth = _queues.depth_bytes(egress, tc); // what the frame joins
-    switch (_congestion.decide(tc, depth, parsed.ecn)) {
+    switch (_congestion.decide(tc, depth, parsed.ecn())) {
     case congestion_verdict::pass: break;
     case congestion_verdict::mark:
-        if (parsed.ecn != wire::ecn::ce) { // one already marked upstream stays as it is
+        if (parsed.ecn() != wire::ecn::ce) { // one already marked upstream stays as it is
             mark_congestion_experienced(frame, parsed);
             out.bump(port_counter::ecn_marked);
             ++queue.ecn_marked;

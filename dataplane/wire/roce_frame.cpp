@@ -11,26 +11,6 @@ std::size_t l3_length(const roce_headers_spec& spec) {
     return uses_ipv4(spec) ? sizeof(ipv4_header) : sizeof(ipv6_header);
 }
 
-// Typed view of a header at `offset`, or nullptr when the frame ends before the header does.
-template <typename Header>
-const Header* header_at(std::span<const std::uint8_t> frame, std::size_t offset) {
-    if (offset > frame.size() || frame.size() - offset < sizeof(Header)) return nullptr;
-    return reinterpret_cast<const Header*>(frame.data() + offset);
-}
-
-// Offset of the L3 header and its ether type, or 0 when the frame is too short for Ethernet.
-std::size_t find_l3(std::span<const std::uint8_t> frame, std::uint16_t& type, const vlan_header*& vlan) {
-    const auto* eth = header_at<ethernet_header>(frame, 0);
-    if (!eth) return 0;
-    type = eth->ether_type.load();
-    vlan = nullptr;
-    if (type != ethertype::vlan) return sizeof(ethernet_header);
-    vlan = header_at<vlan_header>(frame, sizeof(ethernet_header));
-    if (!vlan) return 0;
-    type = vlan->ether_type.load();
-    return sizeof(ethernet_header) + sizeof(vlan_header);
-}
-
 // RFC 1071 one's-complement sum of `n` bytes, folded into `sum` (not yet complemented).
 std::uint32_t ones_sum(std::uint32_t sum, const std::uint8_t* p, std::size_t n) {
     for (; n >= 2; p += 2, n -= 2) sum += std::uint32_t(p[0]) << 8 | p[1];
@@ -40,10 +20,10 @@ std::uint32_t ones_sum(std::uint32_t sum, const std::uint8_t* p, std::size_t n) 
 
 // UDP checksum over IPv6 (RFC 8200 8.1: mandatory, pseudo-header included). The traffic class
 // is not part of the pseudo-header, so ECN marking on the way leaves it valid.
-void write_udp_checksum_ipv6(std::uint8_t* frame, std::size_t l3, std::size_t udp_end) {
+void write_udp_checksum_ipv6(std::uint8_t* frame, std::size_t l3, std::size_t l4, std::size_t udp_end) {
     const auto* ip = reinterpret_cast<const ipv6_header*>(frame + l3);
-    auto* udp = reinterpret_cast<udp_header*>(frame + l3 + sizeof(ipv6_header));
-    const std::size_t udp_length = udp_end - (l3 + sizeof(ipv6_header));
+    auto* udp = reinterpret_cast<udp_header*>(frame + l4);
+    const std::size_t udp_length = udp_end - l4;
     udp->checksum.store(0);
     std::uint32_t sum = ones_sum(0, ip->source.bytes.data(), 32); // source and destination
     sum += static_cast<std::uint32_t>(udp_length >> 16) + static_cast<std::uint32_t>(udp_length & 0xffff);
@@ -189,27 +169,43 @@ std::size_t write_roce_headers(std::uint8_t* out, const roce_headers_spec& spec,
     return bth_at + info.header_length;
 }
 
+roce_layout roce_layout_of(const roce_headers_spec& spec, std::size_t payload_length) {
+    roce_layout layout;
+    layout.l3_offset = l2_length(spec.vlan);
+    layout.l4_offset = layout.l3_offset + l3_length(spec);
+    layout.length = roce_frame_length(spec, payload_length);
+    layout.ipv6 = !uses_ipv4(spec);
+    return layout;
+}
+
 void seal_roce_frame(std::uint8_t* frame, std::size_t frame_length) {
+    // Sealing makes a frame whole again after a test or the fuzzer changed it, so only where the
+    // headers lie is read here, not whether they are valid: an IPv4 header's IHL is taken as it is.
     const std::span<const std::uint8_t> view(frame, frame_length);
-    std::uint16_t type = 0;
-    const vlan_header* vlan = nullptr;
-    const std::size_t l3 = find_l3(view, type, vlan);
-    if (l3 == 0 || (type != ethertype::ipv4 && type != ethertype::ipv6)) return;
-    std::size_t ip_length = sizeof(ipv6_header);
-    if (type == ethertype::ipv4) {
-        const auto* ip = header_at<ipv4_header>(view, l3);
+    frame_info info;
+    if (parse_l2(view, info) != frame_status::ip) return;
+    roce_layout layout{info.l3_offset, info.l3_offset + sizeof(ipv6_header), frame_length,
+                       info.ether_type == ethertype::ipv6};
+    if (!layout.ipv6) {
+        const auto* ip = header_at<ipv4_header>(view, info.l3_offset);
         if (!ip) return;
-        ip_length = ip->header_length();
+        layout.l4_offset = info.l3_offset + ip->header_length();
     }
-    const std::size_t bth_at = l3 + ip_length + sizeof(udp_header);
-    const auto* base = header_at<bth>(view, bth_at);
-    if (!base || frame_length < bth_at + sizeof(bth) + icrc_length) return;
-    const std::size_t icrc_at = frame_length - icrc_length;
+    const std::size_t bth_at = layout.l4_offset + sizeof(udp_header);
+    if (!header_at<bth>(view, bth_at) || frame_length < bth_at + sizeof(bth) + icrc_length) return;
+    seal_roce_frame(frame, layout);
+}
+
+void seal_roce_frame(std::uint8_t* frame, const roce_layout& layout) {
+    const std::size_t bth_at = layout.l4_offset + sizeof(udp_header);
+    const auto* base = reinterpret_cast<const bth*>(frame + bth_at);
+    const std::size_t icrc_at = layout.length - icrc_length;
     const std::size_t pad = base->pad_count();
     if (icrc_at - pad >= bth_at + sizeof(bth)) std::memset(frame + icrc_at - pad, 0, pad);
-    store_icrc(frame + icrc_at, compute_icrc(view.subspan(l3, icrc_at - l3)));
+    const std::span<const std::uint8_t> view(frame, layout.length);
+    store_icrc(frame + icrc_at, compute_icrc(view.subspan(layout.l3_offset, icrc_at - layout.l3_offset)));
     // After the ICRC: the UDP checksum covers the ICRC bytes, while the ICRC masks the checksum.
-    if (type == ethertype::ipv6) write_udp_checksum_ipv6(frame, l3, frame_length);
+    if (layout.ipv6) write_udp_checksum_ipv6(frame, layout.l3_offset, layout.l4_offset, layout.length);
 }
 
 const char* to_string(parse_error e) {
@@ -231,55 +227,43 @@ const char* to_string(parse_error e) {
 
 parse_error parse_roce_frame(std::span<const std::uint8_t> frame, parsed_roce& out) {
     out = parsed_roce{};
-    std::uint16_t type = 0;
-    const vlan_header* vlan = nullptr;
-    const std::size_t l3 = find_l3(frame, type, vlan);
-    if (l3 == 0) return parse_error::too_short;
-    if (vlan) {
-        out.vlan_present = true;
-        out.pcp = vlan->pcp();
-        out.vid = vlan->vid();
+    frame_info headers;
+    const frame_status status = parse_headers(frame, headers);
+    switch (status) {
+    case frame_status::truncated_l2:
+    case frame_status::truncated_l3: return parse_error::too_short;
+    case frame_status::not_ip: return parse_error::not_ip;
+    case frame_status::bad_ip_header: return parse_error::bad_ip_header;
+    case frame_status::bad_ip_checksum: return parse_error::bad_ip_checksum;
+    case frame_status::ip:
+    case frame_status::bad_ip_length:
+    case frame_status::truncated_datagram: break; // the IP header's fields are in: they are checked first
     }
-    out.l3_offset = l3;
+    const std::size_t l3 = headers.l3_offset, l4 = headers.l4_offset, ip_end = headers.l3_end();
+    const auto* ipv4 = headers.v6 ? nullptr : reinterpret_cast<const ipv4_header*>(frame.data() + l3);
+    // More Fragments or a non-zero offset: RoCE is never fragmented (A17.4.1 sets DF).
+    if (ipv4 && is_fragment(*ipv4)) return parse_error::bad_ip_header;
+    if (headers.protocol != ip_protocol::udp) return parse_error::not_udp;
+    if (status == frame_status::bad_ip_length) return parse_error::bad_length;
+    if (status == frame_status::truncated_datagram) return parse_error::too_short;
 
-    // The IP datagram: where the UDP header starts and where the datagram ends.
-    std::size_t l4 = 0, ip_end = 0;
-    if (type == ethertype::ipv4) {
-        const auto* ip = header_at<ipv4_header>(frame, l3);
-        if (!ip) return parse_error::too_short;
-        if (ip->version() != 4 || ip->header_length() < sizeof(ipv4_header)) return parse_error::bad_ip_header;
-        if (frame.size() - l3 < ip->header_length()) return parse_error::too_short;
-        if (!ip->checksum_ok()) return parse_error::bad_ip_checksum;
-        // More Fragments or a non-zero offset: RoCE is never fragmented (A17.4.1 sets DF).
-        if (ip->flags_fragment.load() & 0x3fff) return parse_error::bad_ip_header;
-        if (ip->protocol != ip_protocol::udp) return parse_error::not_udp;
-        const std::size_t total = ip->total_length.load();
-        if (total < ip->header_length()) return parse_error::bad_length;
-        l4 = l3 + ip->header_length();
-        ip_end = l3 + total;
-        out.dscp = ip->dscp();
-        out.ecn = ip->ecn();
-        out.hop_limit = ip->ttl;
-        out.source_gid = ipv6_address::v4_mapped(ip->source.load());
-        out.destination_gid = ipv6_address::v4_mapped(ip->destination.load());
-    } else if (type == ethertype::ipv6) {
-        const auto* ip = header_at<ipv6_header>(frame, l3);
-        if (!ip) return parse_error::too_short;
-        if (ip->version() != 6) return parse_error::bad_ip_header;
-        if (ip->next_header != ip_protocol::udp) return parse_error::not_udp;
-        out.is_ipv6 = true;
-        l4 = l3 + sizeof(ipv6_header);
-        ip_end = l4 + ip->payload_length.load();
-        out.dscp = ip->dscp();
-        out.ecn = ip->ecn();
-        out.hop_limit = ip->hop_limit;
+    out.l3_offset = l3;
+    out.vlan_present = headers.vlan_tagged;
+    out.pcp = headers.pcp;
+    out.vid = headers.vid;
+    out.is_ipv6 = headers.v6;
+    out.dscp = headers.dscp();
+    out.ecn = headers.ecn();
+    out.hop_limit = headers.hop_limit;
+    if (headers.v6) {
+        const auto* ip = reinterpret_cast<const ipv6_header*>(frame.data() + l3);
         out.flow_label = ip->flow_label();
         out.source_gid = ip->source;
         out.destination_gid = ip->destination;
     } else {
-        return parse_error::not_ip;
+        out.source_gid = ipv6_address::v4_mapped(ipv4->source.load());
+        out.destination_gid = ipv6_address::v4_mapped(ipv4->destination.load());
     }
-    if (ip_end > frame.size()) return parse_error::too_short;
     // Anything after the datagram must be Ethernet padding of a minimum-size frame (60 bytes, 64
     // when a VLAN tag was removed from or added to a padded frame).
     if (ip_end < frame.size() && frame.size() > ethernet_min_frame_length + sizeof(vlan_header))
@@ -332,24 +316,9 @@ parse_error parse_roce_frame(std::span<const std::uint8_t> frame, parsed_roce& o
 }
 
 bool is_roce_frame(std::span<const std::uint8_t> frame) {
-    std::uint16_t type = 0;
-    const vlan_header* vlan = nullptr;
-    const std::size_t l3 = find_l3(frame, type, vlan);
-    if (l3 == 0) return false;
-    std::size_t l4 = 0;
-    if (type == ethertype::ipv4) {
-        const auto* ip = header_at<ipv4_header>(frame, l3);
-        if (!ip || ip->protocol != ip_protocol::udp || (ip->flags_fragment.load() & 0x1fff)) return false;
-        l4 = l3 + ip->header_length();
-    } else if (type == ethertype::ipv6) {
-        const auto* ip = header_at<ipv6_header>(frame, l3);
-        if (!ip || ip->next_header != ip_protocol::udp) return false;
-        l4 = l3 + sizeof(ipv6_header);
-    } else {
-        return false;
-    }
-    const auto* udp = header_at<udp_header>(frame, l4);
-    return udp && udp->destination_port.load() == roce_v2_udp_port;
+    frame_info headers;
+    return parse_headers(frame, headers) == frame_status::ip && headers.protocol == ip_protocol::udp &&
+           headers.destination_port == roce_v2_udp_port;
 }
 
 } // namespace rocefab::wire

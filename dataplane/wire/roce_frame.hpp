@@ -1,10 +1,12 @@
 // Whole RoCEv2 Ethernet frames (IBA Annex A17.4): Ethernet [802.1Q] / IPv4 or IPv6 / UDP 4791 /
 // BTH / extension headers / payload / pad / ICRC. One builder and one parser, both driven by the
-// opcode table, so that the NIC, the switch and the tests agree on every byte.
+// opcode table, so that the NIC, the switch and the tests agree on every byte. The parser starts
+// from parse_headers() (frame_info.hpp), the Ethernet/IP/UDP parse the switch uses too.
 #pragma once
 
 #include "dataplane/wire/bth.hpp"
 #include "dataplane/wire/ethernet.hpp"
+#include "dataplane/wire/frame_info.hpp"
 #include "dataplane/wire/ib_extension_headers.hpp"
 #include "dataplane/wire/icrc.hpp"
 #include "dataplane/wire/ip.hpp"
@@ -62,11 +64,25 @@ std::size_t roce_frame_length(const roce_headers_spec& spec, std::size_t payload
 // datagram (the caller's MTU keeps it far below 64 KiB); lengths are not checked here.
 std::size_t write_roce_headers(std::uint8_t* out, const roce_headers_spec& spec, std::size_t payload_length);
 
+// Where a RoCE frame's headers lie, as its builder knows them: all seal_roce_frame() needs.
+struct roce_layout {
+    std::size_t l3_offset = 0; // Ethernet and its tag (DPDK's l2_len)
+    std::size_t l4_offset = 0; // the UDP header (l3_offset + DPDK's l3_len)
+    std::size_t length = 0;    // up to and including the ICRC, Ethernet padding excluded
+    bool ipv6 = false;
+};
+
+// The layout write_roce_headers() gives a frame of `spec` with payload_length bytes of payload,
+// without writing it; length 0 for an invalid opcode.
+roce_layout roce_layout_of(const roce_headers_spec& spec, std::size_t payload_length);
+
 // Zeroes the pad bytes, writes the ICRC and, over IPv6, the UDP checksum (RFC 8200 forbids zero;
 // over IPv4 it stays 0). frame_length as returned by roce_frame_length(), i.e. the frame ends
 // with the ICRC. Call again after changing any invariant byte. The parser checks neither the
 // UDP checksum nor its absence: the ICRC is what protects RoCE (Annex A17.4.2).
 void seal_roce_frame(std::uint8_t* frame, std::size_t frame_length);
+// The same for a frame whose layout the caller knows (it built the frame): nothing is parsed.
+void seal_roce_frame(std::uint8_t* frame, const roce_layout& layout);
 
 enum class parse_error : std::uint8_t {
     none,
@@ -115,7 +131,8 @@ struct parsed_roce {
 // frame (Ethernet padding up to 64 bytes allowed after the ICRC), and the ICRC.
 parse_error parse_roce_frame(std::span<const std::uint8_t> frame, parsed_roce& out);
 
-// Cheap classification (no ICRC): Ethernet [VLAN] / IPv4 or IPv6 / UDP to port 4791.
+// Cheap classification (no ICRC): Ethernet [VLAN] / IPv4 or IPv6 that parse_headers() accepts /
+// UDP to port 4791.
 bool is_roce_frame(std::span<const std::uint8_t> frame);
 
 } // namespace rocefab::wire
