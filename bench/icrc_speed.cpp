@@ -11,8 +11,7 @@
 
 namespace {
 
-template <typename F>
-double best_bytes_per_ns(std::size_t bytes_per_call, F&& call) {
+template <typename F> double best_bytes_per_ns(std::size_t bytes_per_call, F&& call) {
     constexpr int runs = 7;
     const std::size_t calls = std::max<std::size_t>(1, (256u << 20) / bytes_per_call / 4);
     double best = 0;

@@ -226,7 +226,8 @@ int main(int argc, char** argv) {
                    "destinations behind each port the frames go to in turn, each frame to the next one")
         ->check(CLI::Range(1u, 254u));
     app.add_option("--seconds", duration_s, "how long to forward")->check(CLI::Range(1u, 600u));
-    app.add_option("--cpu", cpu, "the CPU to forward on (testpmd -l 0-1 forwards on CPU 1)")->check(CLI::Range(0, CPU_SETSIZE - 1));
+    app.add_option("--cpu", cpu, "the CPU to forward on (testpmd -l 0-1 forwards on CPU 1)")
+        ->check(CLI::Range(0, CPU_SETSIZE - 1));
     app.add_flag("--recycle", recycle, "leave the ethdevs out: the same mbufs go round through the switch alone");
     CLI11_PARSE(app, argc, argv);
 
@@ -293,13 +294,14 @@ int main(int argc, char** argv) {
 
     if (const std::string why = check_forwarded(sw, sink, received, ethdev_ports); !why.empty()) return fail(why);
     const double forwarded_01 = double(sink.accepted(1)), forwarded_10 = double(sink.accepted(0));
-    std::printf("%u B%s: %.2f Mpps forwarded (port 0 -> 1: %.2f, port 1 -> 0: %.2f) on CPU %d, %u destination%s a port, "
-                "%.0f frames in %.2f s, %llu ECN-marked, none dropped\n",
-                frame_size, recycle ? " (recycled, no ethdev)" : "", (forwarded_01 + forwarded_10) / elapsed_s / 1e6,
-                forwarded_01 / elapsed_s / 1e6, forwarded_10 / elapsed_s / 1e6, cpu, flows, flows == 1 ? "" : "s",
-                forwarded_01 + forwarded_10, elapsed_s,
-                static_cast<unsigned long long>(sw.counter(0, port_counter::ecn_marked) +
-                                                sw.counter(1, port_counter::ecn_marked)));
+    std::printf(
+        "%u B%s: %.2f Mpps forwarded (port 0 -> 1: %.2f, port 1 -> 0: %.2f) on CPU %d, %u destination%s a port, "
+        "%.0f frames in %.2f s, %llu ECN-marked, none dropped\n",
+        frame_size, recycle ? " (recycled, no ethdev)" : "", (forwarded_01 + forwarded_10) / elapsed_s / 1e6,
+        forwarded_01 / elapsed_s / 1e6, forwarded_10 / elapsed_s / 1e6, cpu, flows, flows == 1 ? "" : "s",
+        forwarded_01 + forwarded_10, elapsed_s,
+        static_cast<unsigned long long>(sw.counter(0, port_counter::ecn_marked) +
+                                        sw.counter(1, port_counter::ecn_marked)));
 
     for (std::uint16_t port : ethdev_ports) {
         rte_eth_dev_stop(port);

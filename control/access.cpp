@@ -52,7 +52,8 @@ access_policy access_policy::for_daemon(const config::daemon_settings& settings)
         if (const char* sudo = std::getenv("SUDO_UID"); sudo && *sudo) {
             char* end = nullptr;
             const unsigned long uid = std::strtoul(sudo, &end, 10);
-            if (end && *end == '\0' && uid < static_cast<unsigned long>(static_cast<uid_t>(-1))) owner = static_cast<uid_t>(uid);
+            if (end && *end == '\0' && uid < static_cast<unsigned long>(static_cast<uid_t>(-1)))
+                owner = static_cast<uid_t>(uid);
         }
     }
     std::optional<gid_t> group;
@@ -86,8 +87,8 @@ void access_policy::restrict_socket(const std::string& path) const {
     if (::geteuid() == 0 && ::chown(path.c_str(), _owner, group) != 0)
         throw std::runtime_error("cannot give " + path + " to its owner: " + std::strerror(errno));
     if (::geteuid() != 0 && _group && ::chown(path.c_str(), static_cast<uid_t>(-1), group) != 0)
-        throw std::runtime_error("cannot give " + path + " to the attach group (is the owner a member?): " +
-                                 std::strerror(errno));
+        throw std::runtime_error("cannot give " + path +
+                                 " to the attach group (is the owner a member?): " + std::strerror(errno));
     if (::chmod(path.c_str(), _group ? 0660 : 0600) != 0)
         throw std::runtime_error("cannot restrict " + path + ": " + std::strerror(errno));
 }

@@ -111,8 +111,8 @@ public:
             nic::nic_node* nic = _nic;
             const std::uint32_t context = _context;
             _fabric.driver().mail().call([nic, context] { nic->close_context(context); });
-            _tally->log.log(log::attach(), spdlog::level::info, "{} on {}: closed {}/{} (context {})",
-                            _peer.describe(), _host, _host, nic->spec().name, context);
+            _tally->log.log(log::attach(), spdlog::level::info, "{} on {}: closed {}/{} (context {})", _peer.describe(),
+                            _host, _host, nic->spec().name, context);
         }
         if (_doorbell >= 0) _fabric.driver().mail().waker().remove_doorbell(_doorbell);
         _tally->closed(_peer.uid);
@@ -169,8 +169,7 @@ private:
 
     // Runs `work` on the data plane with the reply to fill, then responds from the io thread.
     // `work` must be copyable (the mailbox keeps closures in std::function).
-    template <typename Work>
-    void on_nic(const answer_ptr& a, Work work) {
+    template <typename Work> void on_nic(const answer_ptr& a, Work work) {
         _fabric.driver().mail().post([self = shared_from_this(), a, work = std::move(work)]() mutable {
             try {
                 work(a->reply);
@@ -230,17 +229,16 @@ private:
         const std::uint32_t handle = request.handle;
         switch (request.code) {
         case op::query_device:
-        case op::query_port:
-            return on_nic(a, [nic](attach::reply& r) { describe(*nic, r.open_device.device); });
-        case op::alloc_pd:
-            return on_nic(a, [nic, ctx](attach::reply& r) { r.status = nic->alloc_pd(ctx, r.handle); });
+        case op::query_port: return on_nic(a, [nic](attach::reply& r) { describe(*nic, r.open_device.device); });
+        case op::alloc_pd: return on_nic(a, [nic, ctx](attach::reply& r) { r.status = nic->alloc_pd(ctx, r.handle); });
         case op::dealloc_pd:
             return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->dealloc_pd(ctx, handle); });
         case op::reg_mr: {
             const auto m = request.reg_mr;
             // As pinning the pages would (ib_umem_get): the range must be mapped in the program,
             // writable if the MR may be written. The rest the NIC checks.
-            const bool writable = m.access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+            const bool writable =
+                m.access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
             if (m.length && m.address + m.length >= m.address &&
                 (a->reply.status = _memory->check_range(m.address, m.length, writable)))
                 return respond(a);
@@ -299,8 +297,8 @@ private:
             if ((a->reply.status = nic::nic_node::qp_geometry(q.cap, cap, send_slots, recv_slots))) return respond(a);
             std::shared_ptr<nic::shared_region> region;
             if (!ring_region("rocefab-qp", hw::qp_region_size(send_slots, recv_slots), a, region)) return respond(a);
-            const nic::nic_node::qp_request qr{q.pd, q.send_cq, q.recv_cq, static_cast<ibv_qp_type>(q.qp_type),
-                                               q.sq_sig_all != 0, q.cap, q.srq};
+            const nic::nic_node::qp_request qr{
+                q.pd, q.send_cq, q.recv_cq, static_cast<ibv_qp_type>(q.qp_type), q.sq_sig_all != 0, q.cap, q.srq};
             return on_nic(a, [nic, ctx, qr, region, send_slots, recv_slots](attach::reply& r) {
                 r.status = nic->create_qp(ctx, qr, std::move(*region), r.handle, r.create_qp.qp_num, r.create_qp.cap);
                 r.create_qp.send_slots = send_slots;
@@ -324,7 +322,8 @@ private:
             return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_qp(ctx, handle); });
         case op::create_ah: {
             const auto c = request.create_ah;
-            return on_nic(a, [nic, ctx, c](attach::reply& r) { r.status = nic->create_ah(ctx, c.pd, c.attr, r.handle); });
+            return on_nic(a,
+                          [nic, ctx, c](attach::reply& r) { r.status = nic->create_ah(ctx, c.pd, c.attr, r.handle); });
         }
         case op::destroy_ah:
             return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_ah(ctx, handle); });
@@ -348,14 +347,12 @@ private:
             });
         }
         case op::query_srq:
-            return on_nic(a, [nic, ctx, handle](attach::reply& r) {
-                r.status = nic->query_srq(ctx, handle, r.query_srq.attr);
-            });
+            return on_nic(
+                a, [nic, ctx, handle](attach::reply& r) { r.status = nic->query_srq(ctx, handle, r.query_srq.attr); });
         case op::destroy_srq:
             return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->destroy_srq(ctx, handle); });
         case op::hello:
-        case op::open_device:
-            break;
+        case op::open_device: break;
         }
         a->reply.status = EOPNOTSUPP;
         respond(a);
@@ -365,7 +362,8 @@ private:
         if (request.hello.version != attach::protocol_version) {
             reply.status = EPROTO;
             refused("hello", "protocol version " + std::to_string(request.hello.version) + ", the daemon speaks " +
-                                 std::to_string(attach::protocol_version) + " (a libibverbs of another rocefab build?)");
+                                 std::to_string(attach::protocol_version) +
+                                 " (a libibverbs of another rocefab build?)");
             return;
         }
         const std::string asked(request.hello.host, strnlen(request.hello.host, sizeof request.hello.host));

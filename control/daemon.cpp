@@ -53,11 +53,10 @@ json link_request(fabric& fab, const json& request) {
     if (const auto f = request.find("faults"); f != request.end() && !f->is_null()) {
         if (!f->is_object()) return {{"ok", false}, {"error", "faults: expected an object"}};
         faults.emplace();
-        const std::pair<const char*, std::optional<double>*> probabilities[] = {
-            {"loss", &faults->loss},
-            {"corruption", &faults->corruption},
-            {"duplication", &faults->duplication},
-            {"reordering", &faults->reordering}};
+        const std::pair<const char*, std::optional<double>*> probabilities[] = {{"loss", &faults->loss},
+                                                                                {"corruption", &faults->corruption},
+                                                                                {"duplication", &faults->duplication},
+                                                                                {"reordering", &faults->reordering}};
         for (const auto& [key, value] : f->items()) {
             std::optional<double>* into = nullptr;
             for (const auto& [name, slot] : probabilities)
@@ -68,8 +67,10 @@ json link_request(fabric& fab, const json& request) {
                 if (value.is_string()) p = config::parse_probability(value.get<std::string>());
                 if (!p || *p < 0.0 || *p > 1.0)
                     return {{"ok", false},
-                            {"error", "faults." + key + ": expected a probability from 0 to 1, as a fraction (0.01) "
-                                                        "or a percentage (\"1%\"); got " + value.dump()}};
+                            {"error", "faults." + key +
+                                          ": expected a probability from 0 to 1, as a fraction (0.01) "
+                                          "or a percentage (\"1%\"); got " +
+                                          value.dump()}};
                 *into = *p;
             } else if (key == "reorder_delay") {
                 std::optional<sim_time> d;
@@ -156,12 +157,13 @@ private:
         const std::optional<peer> who = peer_of(socket.native_handle());
         if (!who || !_policy.may_use(*who)) {
             _refusals.log(log::control(), spdlog::level::warn, "control connection of {} refused: only {} may use it",
-                          who ? who->describe() : std::string("a process the kernel does not name"), _policy.describe());
+                          who ? who->describe() : std::string("a process the kernel does not name"),
+                          _policy.describe());
             return; // the socket closes
         }
         if (_connections >= max_connections) {
-            _refusals.log(log::control(), spdlog::level::warn,
-                          "control connection of {} refused: {} are open already", who->describe(), _connections);
+            _refusals.log(log::control(), spdlog::level::warn, "control connection of {} refused: {} are open already",
+                          who->describe(), _connections);
             return;
         }
         auto c = std::make_shared<connection>(std::move(socket), *who, *this);
@@ -223,7 +225,8 @@ private:
                 reply = {{"ok", true}};
                 shut_down = true;
             } else {
-                reply = {{"ok", false}, {"error", "unknown op '" + op + "' (ping, topology, show, capture, link, down)"}};
+                reply = {{"ok", false},
+                         {"error", "unknown op '" + op + "' (ping, topology, show, capture, link, down)"}};
             }
         } catch (const std::exception& e) {
             reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
@@ -306,7 +309,8 @@ int run_daemon(config::topology topology, const std::string& runtime_dir, int re
         const host_network network(fab->topology());
         try {
             policy.emplace(access_policy::for_daemon(fab->topology().daemon));
-            const session_limits limits{fab->topology().daemon.max_sessions, fab->topology().daemon.max_sessions_per_user};
+            const session_limits limits{fab->topology().daemon.max_sessions,
+                                        fab->topology().daemon.max_sessions_per_user};
             attach = std::make_unique<attach_server>(io, *fab, runtime_dir, *policy, limits);
             rdma_cm = std::make_unique<cm_server>(io, *fab, runtime_dir, *policy);
             control = std::make_unique<control_server>(io, *fab, network, runtime_dir + "/" + control_socket_name,
@@ -367,7 +371,8 @@ std::optional<nlohmann::json> control_request(const std::string& runtime_dir, co
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     const std::string waited = std::to_string((timeout.count() + 999) / 1000) + " s";
     // A daemon whose backlog is full makes connect() wait: SO_SNDTIMEO bounds that, and the writes.
-    const timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+    const timeval tv{static_cast<time_t>(timeout.count() / 1000),
+                     static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
         if (errno == EAGAIN || errno == EINPROGRESS) return fail("it did not take the connection within " + waited);
@@ -380,7 +385,8 @@ std::optional<nlohmann::json> control_request(const std::string& runtime_dir, co
     std::string reply;
     char buffer[65536];
     for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         pollfd p{fd, POLLIN, 0};
         if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0)
             return fail("no answer within " + waited + "; its log may say why: " + runtime_dir + "/" + log_file_name);

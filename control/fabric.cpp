@@ -25,25 +25,28 @@ namespace {
 
 // Named as `rdma resource show qp` names them, plus the ring indices that show where work waits.
 nlohmann::json qp_json(const nic::nic_node::qp_view& q) {
-    return {{"lqpn", q.qpn},
-            {"rqpn", q.dest_qpn},
-            {"type", nic::qp_type_name(q.type)},
-            {"state", nic::qp_state_name(q.state)},
-            {"sq-psn", q.sq_psn},
-            {"rq-psn", q.rq_psn},
-            {"last-acked-psn", q.last_acked_psn},
-            {"sq", {{"posted", q.sq_posted}, {"started", q.sq_started}, {"current", q.sq_current}, {"retired", q.sq_retired}}},
-            {"port-busy-ns", q.port_busy_for},
-            {"rq", {{"posted", q.rq_posted}, {"consumed", q.rq_consumed}}},
-            {"send-cq", {{"produced", q.send_cq_produced}, {"consumed", q.send_cq_consumed}}},
-            {"recv-cq", {{"produced", q.recv_cq_produced}, {"consumed", q.recv_cq_consumed}}},
-            {"timer-armed", q.timer_armed},
-            {"waiting-rnr", q.waiting_rnr},
-            {"responses-pending", q.responses_pending},
-            {"dcqcn", {{"rate-limited", q.rate_limited},
-                       {"current-rate-mbps", q.current_rate_bps / 1e6},
-                       {"target-rate-mbps", q.target_rate_bps / 1e6},
-                       {"alpha", q.alpha}}}};
+    return {
+        {"lqpn", q.qpn},
+        {"rqpn", q.dest_qpn},
+        {"type", nic::qp_type_name(q.type)},
+        {"state", nic::qp_state_name(q.state)},
+        {"sq-psn", q.sq_psn},
+        {"rq-psn", q.rq_psn},
+        {"last-acked-psn", q.last_acked_psn},
+        {"sq",
+         {{"posted", q.sq_posted}, {"started", q.sq_started}, {"current", q.sq_current}, {"retired", q.sq_retired}}},
+        {"port-busy-ns", q.port_busy_for},
+        {"rq", {{"posted", q.rq_posted}, {"consumed", q.rq_consumed}}},
+        {"send-cq", {{"produced", q.send_cq_produced}, {"consumed", q.send_cq_consumed}}},
+        {"recv-cq", {{"produced", q.recv_cq_produced}, {"consumed", q.recv_cq_consumed}}},
+        {"timer-armed", q.timer_armed},
+        {"waiting-rnr", q.waiting_rnr},
+        {"responses-pending", q.responses_pending},
+        {"dcqcn",
+         {{"rate-limited", q.rate_limited},
+          {"current-rate-mbps", q.current_rate_bps / 1e6},
+          {"target-rate-mbps", q.target_rate_bps / 1e6},
+          {"alpha", q.alpha}}}};
 }
 
 nlohmann::json faults_json(const link_faults& f) {
@@ -67,8 +70,9 @@ std::string runtime_directory(const std::string& name) { return runtime_root() +
 
 std::string secure_runtime_root() {
     const std::string root = runtime_root();
-    if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) return "cannot create " + root + ": " + std::strerror(errno);
-    struct stat s{};
+    if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST)
+        return "cannot create " + root + ": " + std::strerror(errno);
+    struct stat s {};
     if (::lstat(root.c_str(), &s) != 0) return "cannot use " + root + ": " + std::strerror(errno);
     const char* fix = " (remove it, or choose another place with ROCEFAB_RUNTIME_DIR)";
     if (!S_ISDIR(s.st_mode)) return root + " is not a directory" + fix;
@@ -199,9 +203,9 @@ std::string fabric::set_link(const std::string& endpoint, const std::optional<fa
     const auto cable = cable_at(endpoint, error);
     if (!cable) return error;
     if (faults) {
-        for (const auto& [name, value] : {std::pair{"loss", faults->loss}, std::pair{"corruption", faults->corruption},
-                                          std::pair{"duplication", faults->duplication},
-                                          std::pair{"reordering", faults->reordering}})
+        for (const auto& [name, value] :
+             {std::pair{"loss", faults->loss}, std::pair{"corruption", faults->corruption},
+              std::pair{"duplication", faults->duplication}, std::pair{"reordering", faults->reordering}})
             if (value && !(*value >= 0.0 && *value <= 1.0))
                 return std::string(name) + " " + std::to_string(*value) + " is out of range; expected 0 to 1";
         if (faults->reorder_delay && *faults->reorder_delay < 0) return "reorder_delay must be >= 0";
@@ -225,8 +229,7 @@ std::string fabric::set_link(const std::string& endpoint, const std::optional<fa
     const nlohmann::json after = _thread.joinable() ? _driver->mail().call(apply) : apply();
     if (state) *state = after;
     if (up) log::link().info("cable {} set {}", endpoint, *up ? "up" : "down");
-    if (faults)
-        log::link().info("cable {} faults now: {}", endpoint, after["faults"].dump());
+    if (faults) log::link().info("cable {} faults now: {}", endpoint, after["faults"].dump());
     return {};
 }
 
@@ -324,7 +327,7 @@ nlohmann::json fabric::counters() {
             nlohmann::json c;
             part.counters.for_each([&](const char* name, std::uint64_t value) { c[name] = value; });
             const auto& r = part.resources;
-            nlohmann::json resources = {{"contexts", r.contexts}, {"pds", r.pds},           {"mrs", r.mrs},
+            nlohmann::json resources = {{"contexts", r.contexts}, {"pds", r.pds}, {"mrs", r.mrs},
                                         {"channels", r.channels}, {"cqs", r.cqs}, {"qps", r.qps}};
             nlohmann::json qps = nlohmann::json::array();
             for (const auto& q : part.qps) qps.push_back(qp_json(q));

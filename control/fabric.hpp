@@ -55,8 +55,8 @@ public:
     // Applies `faults` and/or `up` to both directions of the cable at `endpoint` ("h1/rfab0"), on
     // the data-plane thread. Returns "" or an error (unknown endpoint, value out of range); on
     // success `state` (if given) receives the cable's faults and state afterwards as JSON.
-    std::string set_link(const std::string& endpoint, const std::optional<fault_update>& faults,
-                         std::optional<bool> up, nlohmann::json* state = nullptr);
+    std::string set_link(const std::string& endpoint, const std::optional<fault_update>& faults, std::optional<bool> up,
+                         nlohmann::json* state = nullptr);
 
     // Every counter of every switch port, NIC and link: copied on the data-plane thread,
     // formatted on the caller's.

@@ -26,7 +26,8 @@ fabric_builder::fabric_builder(const config::topology& topology, clocking clock,
                 nic_ids[h].push_back(_wiring.add_node(*in_place));
                 continue;
             }
-            _nics[h].push_back(std::make_unique<nic::nic_node>(nic_spec_of(_topology, h, n), nic::neighbour_resolver{}));
+            _nics[h].push_back(
+                std::make_unique<nic::nic_node>(nic_spec_of(_topology, h, n), nic::neighbour_resolver{}));
             link_locals[h].push_back(_nics[h].back()->gid(0));
             nic_ids[h].push_back(_wiring.add_node(*_nics[h].back()));
         }

@@ -57,7 +57,8 @@ std::string new_namespaces(std::size_t count, std::vector<int>& fds) {
 // then the network namespaces.
 std::string new_namespaces_in_user_namespace(std::size_t count, std::vector<int>& fds) {
     int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0) return std::string("socketpair: ") + std::strerror(errno);
+    if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0)
+        return std::string("socketpair: ") + std::strerror(errno);
     const std::string uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1\n";
     const std::string gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1\n";
     const std::size_t total = count + 1;
@@ -73,8 +74,8 @@ std::string new_namespaces_in_user_namespace(std::size_t count, std::vector<int>
             return ok;
         };
         char failed = 1;
-        if (::unshare(CLONE_NEWUSER) == 0 && put("/proc/self/setgroups", "deny") && put("/proc/self/uid_map", uid_map) &&
-            put("/proc/self/gid_map", gid_map)) {
+        if (::unshare(CLONE_NEWUSER) == 0 && put("/proc/self/setgroups", "deny") &&
+            put("/proc/self/uid_map", uid_map) && put("/proc/self/gid_map", gid_map)) {
             made[0] = ::open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
             failed = made[0] < 0;
             for (std::size_t i = 1; !failed && i < total; ++i) {
@@ -113,8 +114,7 @@ std::string new_namespaces_in_user_namespace(std::size_t count, std::vector<int>
     const ssize_t n = ::recvmsg(pair[0], &message, MSG_CMSG_CLOEXEC);
     const int error = errno;
     ::close(pair[0]);
-    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {}
     if (n != 1) return std::string("the namespace helper did not answer: ") + std::strerror(error);
     if (status) return "cannot create a user namespace with network namespaces (unprivileged user namespaces off?)";
     const cmsghdr* c = CMSG_FIRSTHDR(&message);
@@ -186,8 +186,7 @@ std::string run_ip(const std::string& ip, int user_fd, int ns_fd, const std::str
     }
     ::close(output[0]);
     int status = 0;
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
     if (WIFEXITED(status) && WEXITSTATUS(status) == 126) return "cannot enter the namespace to configure it";
     while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
@@ -253,9 +252,10 @@ std::string host_network::build(const config::topology& topology) {
             // interface's own IPv6 link-local address, as on a ConnectX. Its MTU is the NIC's
             // link's, from which a ConnectX host's active_mtu follows (iboe_get_mtu).
             const std::string mtu = std::to_string(topology.links[nic.link_index].params.mtu);
-            commands += "link add " + name + " mtu " + mtu + " address " + nic.mac.to_string() + " type veth peer name " +
-                        peer + " mtu " + mtu + " netns /proc/self/fd/3\n";
-            commands += "addr add " + nic.address.to_string() + " dev " + name + (nic.address.v6 ? " nodad" : "") + "\n";
+            commands += "link add " + name + " mtu " + mtu + " address " + nic.mac.to_string() +
+                        " type veth peer name " + peer + " mtu " + mtu + " netns /proc/self/fd/3\n";
+            commands +=
+                "addr add " + nic.address.to_string() + " dev " + name + (nic.address.v6 ? " nodad" : "") + "\n";
             commands += "link set " + name + " up\n";
             bridge_ports += "link set " + peer + " master br0\nlink set " + peer + " up\n";
         }
@@ -285,7 +285,8 @@ std::string host_network::build(const config::topology& topology) {
             return "host " + host.name + ": " + problem;
     }
     if (!bridge_ports.empty())
-        if (problem = run_ip(ip, _user_fd, _bridge_fd, bridge_ports, {}); !problem.empty()) return "bridge namespace: " + problem;
+        if (problem = run_ip(ip, _user_fd, _bridge_fd, bridge_ports, {}); !problem.empty())
+            return "bridge namespace: " + problem;
     return {};
 }
 

@@ -1,6 +1,6 @@
 // What the topology file says, turned into what the data plane is built from: a switch_spec for
-// each switch, a nic_spec and neighbour table for each NIC, and a link_model for each cable. Shared by the realtime fabric (the daemon) and
-// fabrics built under virtual time (scenario tests, simulations).
+// each switch, a nic_spec and neighbour table for each NIC, and a link_model for each cable. Shared by the realtime
+// fabric (the daemon) and fabrics built under virtual time (scenario tests, simulations).
 #pragma once
 
 #include "control/config/topology.hpp"

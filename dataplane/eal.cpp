@@ -11,8 +11,14 @@ bool start_eal(const eal_options& options, std::string& error) {
     static bool started = false;
     static std::string first_error;
     std::call_once(once, [&] {
-        std::vector<std::string> args = {"rocefab", "--file-prefix=" + options.file_prefix, "--no-pci",
-                                         "--no-telemetry", "--log-level=lib.eal:error", "--log-level=lib.*:warning", "-l", "0"};
+        std::vector<std::string> args = {"rocefab",
+                                         "--file-prefix=" + options.file_prefix,
+                                         "--no-pci",
+                                         "--no-telemetry",
+                                         "--log-level=lib.eal:error",
+                                         "--log-level=lib.*:warning",
+                                         "-l",
+                                         "0"};
         if (!options.use_hugepages) {
             // --no-huge implies legacy memory mode, which DPDK 22.11 refuses to combine with
             // --in-memory; --no-shconf gives the same "no files left behind" without it.
@@ -45,9 +51,8 @@ bool start_eal(const eal_options& options, std::string& error) {
 rte_mempool* create_packet_pool(const std::string& name, unsigned count, std::string& error) {
     constexpr unsigned cache = 256;
     const unsigned priv = RTE_ALIGN(sizeof(packet_meta), RTE_MBUF_PRIV_ALIGN);
-    rte_mempool* pool =
-        rte_pktmbuf_pool_create(name.c_str(), count, cache, static_cast<std::uint16_t>(priv), packet_data_room,
-                                SOCKET_ID_ANY);
+    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), count, cache, static_cast<std::uint16_t>(priv),
+                                                packet_data_room, SOCKET_ID_ANY);
     if (!pool) error = "cannot create mempool " + name + ": " + rte_strerror(rte_errno);
     return pool;
 }

@@ -12,7 +12,7 @@ namespace rocefab {
 
 struct eal_options {
     std::string file_prefix = "rocefab";
-    unsigned memory_mb = 512;    // --no-huge takes its memory from the heap; -m sizes it
+    unsigned memory_mb = 512; // --no-huge takes its memory from the heap; -m sizes it
     bool use_hugepages = false;
     std::vector<std::string> extra_args; // e.g. --vdev=net_af_packet0,iface=veth0
 };

@@ -68,14 +68,12 @@ std::pair<std::size_t, std::size_t> icrc_protected_range(std::span<const std::ui
 } // namespace
 
 link::link(std::string name, link_endpoint from, link_endpoint to, const link_model& model)
-    : _name(std::move(name)), _from(from), _to(to), _model(model),
-      _max_frame_bytes(model.mtu + l2_header_allowance) {
+    : _name(std::move(name)), _from(from), _to(to), _model(model), _max_frame_bytes(model.mtu + l2_header_allowance) {
     if (model.queue_frames == 0) throw std::invalid_argument("link " + _name + ": queue_frames must be > 0");
     const std::string ring_name = next_ring_name();
     _ring = rte_ring_create(ring_name.c_str(), model.queue_frames, SOCKET_ID_ANY,
                             RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
-    if (!_ring)
-        throw std::runtime_error("link " + _name + ": cannot create ring: " + rte_strerror(rte_errno));
+    if (!_ring) throw std::runtime_error("link " + _name + ": cannot create ring: " + rte_strerror(rte_errno));
     const std::string held_name = next_ring_name();
     _held = rte_ring_create(held_name.c_str(), reorder_queue_frames, SOCKET_ID_ANY,
                             RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);

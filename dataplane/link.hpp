@@ -31,7 +31,7 @@ using link_id = std::uint32_t;
 // link puts on the wire (four draws per frame as soon as one is non-zero, so changing one
 // probability does not change which frames another one hits).
 struct link_faults {
-    double loss = 0;        // the frame is lost on the wire (drops_loss)
+    double loss = 0; // the frame is lost on the wire (drops_loss)
     // A RoCEv2 frame gets one bit flipped after its BTH (extension headers, payload, pad or
     // ICRC): the receiver's ICRC check catches it and the length never changes. A frame with
     // no ICRC (PFC, anything not RoCE) has only the FCS, which a receiving MAC checks and
@@ -201,8 +201,9 @@ public:
     // The same into `burst`, at most burst.size() frames: what the drivers hand a receiver's
     // receive_burst(). Returns how many it holds.
     unsigned take_ready(sim_time now, std::span<rte_mbuf*> burst) {
-        return deliver_ready(now, [burst, held = 0u](rte_mbuf* frame) mutable { burst[held++] = frame; },
-                             static_cast<unsigned>(burst.size()));
+        return deliver_ready(
+            now, [burst, held = 0u](rte_mbuf* frame) mutable { burst[held++] = frame; },
+            static_cast<unsigned>(burst.size()));
     }
 
 private:

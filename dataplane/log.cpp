@@ -27,7 +27,7 @@ std::shared_ptr<spdlog::details::thread_pool> writer;
 std::optional<spdlog::level::level_enum> level_named(std::string_view name) {
     using namespace spdlog::level;
     static constexpr std::pair<std::string_view, level_enum> named[] = {
-        {"trace", trace}, {"debug", debug}, {"info", info}, {"warn", warn},
+        {"trace", trace}, {"debug", debug},       {"info", info}, {"warn", warn},
         {"error", err},   {"critical", critical}, {"off", off}};
     for (const auto& [text, level] : named)
         if (text == name) return level;
@@ -54,7 +54,8 @@ std::string parse_levels(std::string_view text, levels& out) {
         const std::size_t equals = item.find('=');
         const std::string_view level_text = trim(equals == std::string_view::npos ? item : item.substr(equals + 1));
         const auto level = level_named(level_text);
-        if (!level) return "unknown log level '" + std::string(level_text) + "' (valid: " + std::string(valid_levels) + ")";
+        if (!level)
+            return "unknown log level '" + std::string(level_text) + "' (valid: " + std::string(valid_levels) + ")";
         if (equals == std::string_view::npos) {
             parsed.all = *level;
             continue;

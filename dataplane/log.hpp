@@ -23,7 +23,7 @@ namespace rocefab::log {
 enum class component : std::uint8_t { daemon, attach, control, link, nic, switch_node };
 inline constexpr std::size_t component_count = 6;
 inline constexpr std::array<std::string_view, component_count> component_names = {"daemon", "attach", "control",
-                                                                                   "link",   "nic",    "switch"};
+                                                                                  "link",   "nic",    "switch"};
 
 spdlog::logger& of(component c);
 inline spdlog::logger& daemon() { return of(component::daemon); }
@@ -37,9 +37,7 @@ struct levels {
     spdlog::level::level_enum all = spdlog::level::info;
     std::array<std::optional<spdlog::level::level_enum>, component_count> by_component{};
 
-    spdlog::level::level_enum of(component c) const {
-        return by_component[static_cast<std::size_t>(c)].value_or(all);
-    }
+    spdlog::level::level_enum of(component c) const { return by_component[static_cast<std::size_t>(c)].value_or(all); }
 };
 
 // At most one line a second for an event a program can cause at will (a QP sent to the error

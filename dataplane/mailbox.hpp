@@ -39,8 +39,7 @@ public:
     // exception. Blocks until the data plane runs it, so only while a driver is running. On
     // the data plane thread itself (a destructor that ends up there) `fn` runs at once: waiting
     // would wait for itself.
-    template <typename Fn>
-    auto call(Fn&& fn) -> std::invoke_result_t<std::decay_t<Fn>&> {
+    template <typename Fn> auto call(Fn&& fn) -> std::invoke_result_t<std::decay_t<Fn>&> {
         using result = std::invoke_result_t<std::decay_t<Fn>&>;
         if (_drainer.load(std::memory_order_relaxed) == std::this_thread::get_id()) return fn();
         // std::function needs a copyable closure (so `fn` must be copyable too); the outcome
@@ -67,8 +66,7 @@ public:
         // long is waited for without a system call (a futex sleep and wake-up cost tens of
         // microseconds on a VM, and a program bringing up thousands of QPs waits for each).
         const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
-        while (!out->done.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {
-        }
+        while (!out->done.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {}
         out->done.wait(false, std::memory_order_acquire);
         if (out->error) std::rethrow_exception(out->error);
         if constexpr (!std::is_void_v<result>) return std::move(*out->value);

@@ -11,11 +11,11 @@
 namespace rocefab {
 
 struct packet_meta {
-    sim_time arrival = 0;          // when the last bit reaches the receiver (set by the link)
+    sim_time arrival = 0; // when the last bit reaches the receiver (set by the link)
     std::uint16_t ingress_port = 0;
-    std::uint8_t priority = 0;     // switch priority, set by classification
+    std::uint8_t priority = 0; // switch priority, set by classification
     std::uint8_t traffic_class = 0;
-    std::uint8_t buffer_pool = 0;  // which pool of the switch buffer holds the frame (admission)
+    std::uint8_t buffer_pool = 0; // which pool of the switch buffer holds the frame (admission)
 };
 
 inline packet_meta& meta(rte_mbuf* m) { return *static_cast<packet_meta*>(rte_mbuf_to_priv(m)); }
@@ -27,13 +27,11 @@ inline std::span<std::uint8_t> frame_bytes(rte_mbuf* m) {
 // Typed view of `sizeof(Header)` bytes at `offset`, or nullptr when the frame is too short.
 // Every parser goes through this: a frame from the wire is never trusted to be long enough.
 // A parser that reads several headers takes frame_bytes() once and passes the span.
-template <typename Header>
-inline Header* header_at(std::span<std::uint8_t> bytes, std::size_t offset) {
+template <typename Header> inline Header* header_at(std::span<std::uint8_t> bytes, std::size_t offset) {
     if (offset + sizeof(Header) > bytes.size()) return nullptr;
     return reinterpret_cast<Header*>(bytes.data() + offset);
 }
-template <typename Header>
-inline Header* header_at(rte_mbuf* m, std::size_t offset) {
+template <typename Header> inline Header* header_at(rte_mbuf* m, std::size_t offset) {
     return header_at<Header>(frame_bytes(m), offset);
 }
 

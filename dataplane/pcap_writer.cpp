@@ -62,8 +62,9 @@ void pcap_writer::write(sim_time timestamp, std::span<const std::uint8_t> frame)
     if (!_file) return;
     const sim_time t = std::max<sim_time>(timestamp, 0);
     const auto included = static_cast<std::uint32_t>(std::min<std::size_t>(frame.size(), snap_length));
-    const record_header record{static_cast<std::uint32_t>(t / 1'000'000'000), static_cast<std::uint32_t>(t % 1'000'000'000),
-                               included, static_cast<std::uint32_t>(frame.size())};
+    const record_header record{static_cast<std::uint32_t>(t / 1'000'000'000),
+                               static_cast<std::uint32_t>(t % 1'000'000'000), included,
+                               static_cast<std::uint32_t>(frame.size())};
     if (std::fwrite(&record, sizeof record, 1, _file) != 1 ||
         (included && std::fwrite(frame.data(), included, 1, _file) != 1))
         _failed = true;

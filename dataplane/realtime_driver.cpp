@@ -23,8 +23,7 @@ bool realtime_driver::run_once() {
         _wiring.node_at(to.node).receive_burst(to.port, {burst.data(), n}, now);
         worked = true;
     }
-    for (std::size_t i = 0; i < _wiring.node_count(); ++i)
-        worked |= _wiring.node_at(static_cast<node_id>(i)).poll(now);
+    for (std::size_t i = 0; i < _wiring.node_count(); ++i) worked |= _wiring.node_at(static_cast<node_id>(i)).poll(now);
     _iterations.store(_iterations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return worked;
 }

@@ -71,14 +71,12 @@ bool virtual_time_driver::step(sim_time limit) {
 }
 
 void virtual_time_driver::run_until(sim_time end) {
-    while (step(end)) {
-    }
+    while (step(end)) {}
     if (end > _now) _now = end;
 }
 
 bool virtual_time_driver::run_until_idle(sim_time limit) {
-    while (step(limit)) {
-    }
+    while (step(limit)) {}
     if (next_event_time() == never) return true;
     if (limit > _now) _now = limit;
     return false;

@@ -58,7 +58,7 @@ private:
 
     wiring& _wiring;
     sim_time _now;
-    sim_time _done_through; // the last instant processed
+    sim_time _done_through;              // the last instant processed
     std::vector<std::uint8_t> _received; // per node: got a frame at this instant, poll it
     std::uint64_t _instants = 0;
     std::uint64_t _frames_delivered = 0;

@@ -92,7 +92,8 @@ void wakeup::cancel_sleep() { _flag->sleeping.store(0, std::memory_order_relaxed
 
 void wakeup::sleep(std::int64_t nanoseconds) {
     std::array<epoll_event, 64> ready;
-    const timespec timeout{static_cast<time_t>(nanoseconds / 1'000'000'000), static_cast<long>(nanoseconds % 1'000'000'000)};
+    const timespec timeout{static_cast<time_t>(nanoseconds / 1'000'000'000),
+                           static_cast<long>(nanoseconds % 1'000'000'000)};
     const int n = ::epoll_pwait2(_epoll, ready.data(), static_cast<int>(ready.size()), &timeout, nullptr);
     _flag->sleeping.store(0, std::memory_order_relaxed);
     // The own eventfd is level-triggered: read back to zero, or the next sleep would not sleep.

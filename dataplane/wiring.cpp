@@ -34,8 +34,7 @@ void wiring::check_port(node_id n, std::uint16_t port) const {
         throw std::invalid_argument("node " + nd.name() + " has no port " + std::to_string(port) + " (it has " +
                                     std::to_string(nd.port_count()) + ")");
     if (_nodes[n].sink->out[port])
-        throw std::invalid_argument("port " + std::to_string(port) + " of node " + nd.name() +
-                                    " is already connected");
+        throw std::invalid_argument("port " + std::to_string(port) + " of node " + nd.name() + " is already connected");
 }
 
 std::pair<link_id, link_id> wiring::connect(node_id a, std::uint16_t pa, node_id b, std::uint16_t pb,

@@ -151,7 +151,8 @@ private:
         std::map<std::size_t, sim_time> next_start; // per sender, its arrivals
         for (std::uint64_t n = 0; n < count; ++n) {
             for (const auto& [from, to] : pairs) {
-                const config::link_params& link = _out.topology.links[_out.topology.hosts[from].nics[0].link_index].params;
+                const config::link_params& link =
+                    _out.topology.links[_out.topology.hosts[from].nics[0].link_index].params;
                 // Mean gap: the mean flow's time on the sender's link, divided by the load.
                 const double gap_ns = mean * 8e9 / static_cast<double>(link.speed_bps) / *load;
                 sim_time& at = next_start.try_emplace(from, start).first->second;

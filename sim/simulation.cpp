@@ -16,7 +16,7 @@ namespace rocefab::sim {
 
 namespace {
 
-constexpr std::uint32_t framing_per_packet = 82;   // Ethernet, IPv4, UDP, BTH, ICRC, FCS, preamble, gap
+constexpr std::uint32_t framing_per_packet = 82; // Ethernet, IPv4, UDP, BTH, ICRC, FCS, preamble, gap
 
 std::string format_us(sim_time t) {
     char text[32];
@@ -56,7 +56,8 @@ public:
         for (const auto& sw : switches)
             for (std::uint16_t p = 0; p < sw->port_count(); ++p, ++column) {
                 std::uint64_t bytes = 0;
-                for (std::uint8_t tc = 0; tc < switch_emu::traffic_class_count; ++tc) bytes += sw->queue_depth_bytes(p, tc);
+                for (std::uint8_t tc = 0; tc < switch_emu::traffic_class_count; ++tc)
+                    bytes += sw->queue_depth_bytes(p, tc);
                 if (bytes) _queue_used[column] = true;
                 row += "," + std::to_string(bytes);
             }
@@ -77,8 +78,8 @@ public:
             const auto packets = static_cast<std::uint64_t>(std::max(0, wire::psn_diff(sent, _sent_psn[i])));
             _sent_psn[i] = sent;
             const double sent_rate = _last_sample == never ? 0
-                                                         : static_cast<double>(packets * f.payload_per_packet) * 8e9 /
-                                                               static_cast<double>(now - _last_sample);
+                                                           : static_cast<double>(packets * f.payload_per_packet) * 8e9 /
+                                                                 static_cast<double>(now - _last_sample);
             row += "," + format_gbps(rate) + "," + format_gbps(sent_rate);
         }
         _flows += row + "\n";
@@ -122,7 +123,6 @@ private:
         for (const auto& f : _sim.traffic().flows())
             _flows_header += "," + f.spec->name + "_rate_gbps," + f.spec->name + "_sent_gbps";
         _sent_psn.assign(_sim.traffic().flows().size(), 0);
-        
     }
 
     std::string _queues_header, _queues, _flows_header, _flows, _counters;
@@ -168,7 +168,8 @@ sim_time simulation::ideal_completion(const flow_spec& f) const {
     const std::uint64_t speed = topo.links[topo.hosts[f.source].nics[0].link_index].params.speed_bps;
     const nic::nic_node& from = *_nics[f.source];
     const nic::nic_node& to = *_nics[f.destination];
-    const std::uint32_t payload_per_packet = 128u << std::min(from.port_attributes().active_mtu, to.port_attributes().active_mtu);
+    const std::uint32_t payload_per_packet =
+        128u << std::min(from.port_attributes().active_mtu, to.port_attributes().active_mtu);
     const std::uint64_t packets = (f.bytes + payload_per_packet - 1) / payload_per_packet;
     const auto wire_bits = static_cast<unsigned __int128>(f.bytes + packets * framing_per_packet) * 8;
     return static_cast<sim_time>(wire_bits * 1'000'000'000u / speed);
@@ -180,7 +181,8 @@ void simulation::run(std::FILE* progress) {
     auto last_report = wall_start;
     auto report = [&](bool final) {
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-        std::fprintf(progress, "\rrocefab sim: %.3f ms of %.3f ms simulated in %.2f s of wall time, %" PRIu64 " frames%s",
+        std::fprintf(progress,
+                     "\rrocefab sim: %.3f ms of %.3f ms simulated in %.2f s of wall time, %" PRIu64 " frames%s",
                      static_cast<double>(now()) / 1e6, static_cast<double>(limit) / 1e6, wall, frames_delivered(),
                      final ? "\n" : "");
         std::fflush(progress);
@@ -214,12 +216,16 @@ std::string simulation::write_csv() const {
         const bool done = f.finished != never && !f.failed;
         const sim_time taken = done ? f.finished - f.spec->start : 0;
         char slowdown[32];
-        std::snprintf(slowdown, sizeof slowdown, "%.3f", done ? static_cast<double>(taken) / static_cast<double>(ideal) : 0.0);
+        std::snprintf(slowdown, sizeof slowdown, "%.3f",
+                      done ? static_cast<double>(taken) / static_cast<double>(ideal) : 0.0);
         fct += f.spec->name + "," + _scenario.topology.hosts[f.spec->source].name + "," +
                _scenario.topology.hosts[f.spec->destination].name + "," + std::to_string(f.spec->bytes) + "," +
                format_us(f.spec->start) + "," + (done ? format_us(f.finished) : "") + "," +
                (done ? format_us(taken) : "") + "," + format_us(ideal) + "," + (done ? slowdown : "") + "," +
-               (f.failed ? "failed" : done ? "completed" : "unfinished") + "\n";
+               (f.failed ? "failed"
+                : done   ? "completed"
+                         : "unfinished") +
+               "\n";
     }
     for (const std::string& problem :
          {write("queues.csv", _recorder->_queues_header, _recorder->_queues),
@@ -239,7 +245,8 @@ std::string simulation::write_plots() const {
           "set datafile separator ','\nset key outside right top noenhanced\nset grid\nset xlabel 'time (us)'\n";
     auto both = [&](const std::string& name, const std::string& ylabel, const std::string& plot) {
         for (const char* kind : {"png", "svg"}) {
-            gp << (std::string(kind) == "png" ? "set terminal pngcairo size 1200,600\n" : "set terminal svg size 1200,600\n");
+            gp << (std::string(kind) == "png" ? "set terminal pngcairo size 1200,600\n"
+                                              : "set terminal svg size 1200,600\n");
             gp << "set output '" << name << "." << kind << "'\nset ylabel '" << ylabel << "'\n" << plot << "\n";
         }
     };
@@ -256,7 +263,7 @@ std::string simulation::write_plots() const {
         rates += std::string(i ? ", " : "plot ") + "'flows.csv' using 1:" + std::to_string(2 + 2 * i) +
                  " with lines title '" + name + "'";
         sent += std::string(i ? ", " : "plot ") + "'flows.csv' using 1:" + std::to_string(3 + 2 * i) +
-                   " with lines title '" + name + "'";
+                " with lines title '" + name + "'";
     }
     if (flows) {
         both("rates", "DCQCN rate (Gb/s)", rates);
@@ -277,8 +284,7 @@ std::string simulation::write_plots() const {
     char buffer[256];
     while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
     const int status = ::pclose(pipe);
-    if (status != 0)
-        return "gnuplot failed (is it installed? tools/setup installs gnuplot-nox): " + output;
+    if (status != 0) return "gnuplot failed (is it installed? tools/setup installs gnuplot-nox): " + output;
     return {};
 }
 

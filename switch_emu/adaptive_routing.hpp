@@ -38,8 +38,7 @@ public:
 
     // Grades every port when a decision interval has passed since the last grading.
     // `load_of(port)` returns its port_load.
-    template <typename LoadOf>
-    void regrade_if_due(sim_time now, LoadOf&& load_of) {
+    template <typename LoadOf> void regrade_if_due(sim_time now, LoadOf&& load_of) {
         if (now < _next_grading) return;
         const sim_time elapsed = now - _last_grading;
         for (std::uint16_t port = 0; port < _ports.size(); ++port) {
@@ -59,7 +58,7 @@ private:
         std::uint64_t speed_bps = 0;
         bool enabled = false;
         std::uint64_t tx_bytes_at_grading = 0;
-        bool over_threshold = false; // utilisation in the last interval at or over the threshold
+        bool over_threshold = false;  // utilisation in the last interval at or over the threshold
         std::uint64_t load_bytes = 0; // queued at grading, plus what AR sent it since
     };
     void grade(port_state& port, const port_load& load, sim_time elapsed) const;

@@ -11,8 +11,8 @@ std::uint32_t max_frame(const port_spec& port) { return port.mtu + 14 + 4 + 4 + 
 
 std::uint32_t headroom_bytes(const port_spec& port, sim_time transmit_fifo, sim_time reaction) {
     const sim_time exposure = 2 * port.cable_delay + transmit_fifo + reaction;
-    const auto in_flight = static_cast<std::uint64_t>((static_cast<unsigned __int128>(port.speed_bps) * exposure + 7'999'999'999u) /
-                                                      8'000'000'000u);
+    const auto in_flight = static_cast<std::uint64_t>(
+        (static_cast<unsigned __int128>(port.speed_bps) * exposure + 7'999'999'999u) / 8'000'000'000u);
     return static_cast<std::uint32_t>(2 * max_frame(port) + in_flight);
 }
 

@@ -149,7 +149,9 @@ private:
         std::uint32_t peak = 0;                               // the most held at once
     };
     priority_group& group(std::uint16_t port, std::uint8_t priority) { return _groups[port * 8u + priority]; }
-    const priority_group& group(std::uint16_t port, std::uint8_t priority) const { return _groups[port * 8u + priority]; }
+    const priority_group& group(std::uint16_t port, std::uint8_t priority) const {
+        return _groups[port * 8u + priority];
+    }
     // The watermarks (buffer, `g`, egress port) with `extra` bytes held beyond what the pools
     // count and `held` bytes on the egress port.
     void raise_watermarks(priority_group& g, std::uint32_t extra, std::uint64_t held, port_counters& egress) {
@@ -167,7 +169,7 @@ private:
     double _alpha;
     std::uint8_t _lossless;
     std::uint32_t _reserved_per_group;
-    std::uint32_t _xon_margin; // two frames
+    std::uint32_t _xon_margin;            // two frames
     std::vector<std::uint32_t> _headroom; // per port, for each lossless PG
     std::vector<priority_group> _groups;
     std::size_t _shared_used = 0, _reserved_used = 0, _headroom_used = 0, _peak = 0;

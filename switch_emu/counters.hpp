@@ -11,26 +11,26 @@
 namespace rocefab::switch_emu {
 
 // X(identifier, which port it is counted on: why)
-#define ROCEFAB_SWITCH_PORT_COUNTERS(X)                                                                    \
-    X(rx_packets)          /* ingress: every frame received, dropped or not (rx-packets) */               \
-    X(rx_bytes)            /* ingress: their bytes, FCS excluded (rx-bytes) */                            \
-    X(tx_packets)          /* egress: frames handed to the link (tx-packets) */                           \
-    X(tx_bytes)            /* egress: their bytes (tx-bytes) */                                           \
-    X(rx_drops_not_for_us) /* ingress: unicast to another MAC; a routed port is not a bridge */           \
-    X(rx_drops_malformed)  /* ingress: truncated, bad IHL/length/version, bad IPv4 header checksum */     \
-    X(rx_drops_non_ip)     /* ingress: ARP, QinQ and any other EtherType a routed port does not route */ \
-    X(rx_pause_frames)     /* ingress: MAC control (802.3x PAUSE, 802.1Qbb PFC) consumed */              \
-    X(drops_no_route)      /* ingress: no route for the destination (HwIfInL3Drops) */                    \
-    X(drops_ttl_expired)   /* ingress: TTL / hop limit <= 1; no ICMP is sent */                           \
-    X(drops_mtu_exceeded)  /* egress: IP length over the egress port's MTU; no fragmentation */           \
-    X(tail_drops)          /* egress: shared buffer or queue full (tc_no_buffer_discard_uc) */            \
-    X(headroom_drops)      /* ingress: lossless PG over its headroom: the headroom is too small */       \
-    X(pfc_wd_storms)       /* egress: queues the PFC watchdog declared stormed (storm detected) */       \
-    X(pfc_wd_restores)     /* egress: stormed queues restored once the pauses stopped */                 \
-    X(watchdog_drops)      /* egress: frames of a stormed queue dropped (action drop) */                 \
-    X(ecn_marked)          /* egress: ECN-capable packets marked CE on enqueue (ecn_marked) */            \
-    X(wred_drops)          /* egress: not ECN-capable, lossy class, queue above max (wred_discard) */     \
-    X(buffer_bytes)        /* egress: gauge, bytes this port holds in the shared buffer now */            \
+#define ROCEFAB_SWITCH_PORT_COUNTERS(X)                                                                                \
+    X(rx_packets)          /* ingress: every frame received, dropped or not (rx-packets) */                            \
+    X(rx_bytes)            /* ingress: their bytes, FCS excluded (rx-bytes) */                                         \
+    X(tx_packets)          /* egress: frames handed to the link (tx-packets) */                                        \
+    X(tx_bytes)            /* egress: their bytes (tx-bytes) */                                                        \
+    X(rx_drops_not_for_us) /* ingress: unicast to another MAC; a routed port is not a bridge */                        \
+    X(rx_drops_malformed)  /* ingress: truncated, bad IHL/length/version, bad IPv4 header checksum */                  \
+    X(rx_drops_non_ip)     /* ingress: ARP, QinQ and any other EtherType a routed port does not route */               \
+    X(rx_pause_frames)     /* ingress: MAC control (802.3x PAUSE, 802.1Qbb PFC) consumed */                            \
+    X(drops_no_route)      /* ingress: no route for the destination (HwIfInL3Drops) */                                 \
+    X(drops_ttl_expired)   /* ingress: TTL / hop limit <= 1; no ICMP is sent */                                        \
+    X(drops_mtu_exceeded)  /* egress: IP length over the egress port's MTU; no fragmentation */                        \
+    X(tail_drops)          /* egress: shared buffer or queue full (tc_no_buffer_discard_uc) */                         \
+    X(headroom_drops)      /* ingress: lossless PG over its headroom: the headroom is too small */                     \
+    X(pfc_wd_storms)       /* egress: queues the PFC watchdog declared stormed (storm detected) */                     \
+    X(pfc_wd_restores)     /* egress: stormed queues restored once the pauses stopped */                               \
+    X(watchdog_drops)      /* egress: frames of a stormed queue dropped (action drop) */                               \
+    X(ecn_marked)          /* egress: ECN-capable packets marked CE on enqueue (ecn_marked) */                         \
+    X(wred_drops)          /* egress: not ECN-capable, lossy class, queue above max (wred_discard) */                  \
+    X(buffer_bytes)        /* egress: gauge, bytes this port holds in the shared buffer now */                         \
     X(buffer_peak_bytes)   /* egress: gauge, the most it has held (Spectrum watermark) */
 
 enum class port_counter : std::uint8_t {
@@ -81,8 +81,7 @@ public:
     std::uint64_t operator[](port_counter c) const { return _values[index(c)]; }
 
     // Calls `f(std::string_view name, std::uint64_t value)` for every counter, in declaration order.
-    template <typename Callback>
-    void for_each(Callback&& f) const {
+    template <typename Callback> void for_each(Callback&& f) const {
         for (std::size_t i = 0; i < port_counter_count; ++i) f(port_counter_names[i], _values[i]);
     }
 

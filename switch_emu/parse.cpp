@@ -5,7 +5,7 @@ namespace {
 
 // parse_frame()'s body, inline here so that parse_frames() runs it without a call per frame.
 [[gnu::always_inline]] inline parse_verdict parse_one(rte_mbuf* mbuf, const wire::mac_address& port_mac,
-                                                     parsed_frame& out) {
+                                                      parsed_frame& out) {
     const std::span<const std::uint8_t> frame = frame_bytes(mbuf); // found once, for every header
     const auto* ethernet = wire::header_at<wire::ethernet_header>(frame, 0);
     if (!ethernet) [[unlikely]] {

@@ -18,7 +18,8 @@ void pfc_state::on_pause(std::uint16_t port, std::uint8_t enable_vector, const s
     port_state& s = _ports[port];
     s.received.on_frame(enable_vector, quanta, _speed_bps[port], now, s.rx_pause, s.rx_pause_duration_us);
     s.received_until = 0;
-    for (unsigned p = 0; p < traffic_class_count; ++p) s.received_until = std::max(s.received_until, s.received.until(p));
+    for (unsigned p = 0; p < traffic_class_count; ++p)
+        s.received_until = std::max(s.received_until, s.received.until(p));
 }
 
 std::uint8_t pfc_state::paused_classes_slow(std::uint16_t port, sim_time now) const {

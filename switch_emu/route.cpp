@@ -114,7 +114,8 @@ router::router(const switch_spec& spec) : _table(spec.routes), _adaptive(spec), 
 std::uint32_t router::choose_member(rte_mbuf* frame, const parsed_frame& parsed, const route_group& group) {
     // Multiply-shift instead of modulo: no division, and no bias worth measuring for group
     // sizes far below 2^32.
-    const auto hashed = static_cast<std::uint32_t>((std::uint64_t(flow_hash(frame, parsed, _ecmp_seed)) * group.count) >> 32);
+    const auto hashed =
+        static_cast<std::uint32_t>((std::uint64_t(flow_hash(frame, parsed, _ecmp_seed)) * group.count) >> 32);
     const bool roce = parsed.protocol == wire::ip_protocol::udp && parsed.destination_port == wire::roce_v2_udp_port;
     if (!group.adaptive || !roce) return hashed;
     const std::uint32_t member = _adaptive.choose(_table.ports(group), hashed, rte_pktmbuf_pkt_len(frame));

@@ -38,16 +38,15 @@ public:
     const route_group* lookup_v6(const std::uint8_t* destination) const { return lookup(_v6, destination, 128); }
     std::span<const std::uint16_t> ports(const route_group& group) const { return {&_ports[group.first], group.count}; }
     // Marks the groups whose ports `is_adaptive(std::span<const std::uint16_t>)` accepts.
-    template <typename Predicate>
-    void mark_adaptive(Predicate&& is_adaptive) {
+    template <typename Predicate> void mark_adaptive(Predicate&& is_adaptive) {
         for (route_group& group : _groups) group.adaptive = is_adaptive(ports(group));
     }
 
 private:
     struct trie_entry {
-        std::int32_t child = -1;  // the node for the next byte, or -1
-        std::int32_t group = -1;  // index into _groups of the longest prefix covering this entry, or -1
-        std::uint8_t length = 0;  // that prefix's length
+        std::int32_t child = -1; // the node for the next byte, or -1
+        std::int32_t group = -1; // index into _groups of the longest prefix covering this entry, or -1
+        std::uint8_t length = 0; // that prefix's length
     };
     // Node n is entries [256 n, 256 n + 256); node 0 is the root. A /0 route is kept aside.
     struct trie {
@@ -156,9 +155,9 @@ private:
     // one of these after the lookup rather than three tables in turn.
     struct hop_rewrite {
         wire::mac_address destination; // the next hop's
-        wire::mac_address source;       // the egress port's
+        wire::mac_address source;      // the egress port's
         std::uint16_t port = 0;
-        std::uint32_t mtu = 0;          // the egress port's
+        std::uint32_t mtu = 0; // the egress port's
     };
 
     route_table _table;

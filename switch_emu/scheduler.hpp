@@ -51,10 +51,12 @@ public:
 private:
     struct port_state {
         std::array<std::int64_t, traffic_class_count> deficit{};
-        std::uint8_t current = 0; // the DWRR class whose turn it is
+        std::uint8_t current = 0;       // the DWRR class whose turn it is
         std::uint8_t last_weighted = 0; // the backlogged DWRR classes at the last pick
     };
-    static std::uint8_t highest(std::uint8_t classes) { return static_cast<std::uint8_t>(7 - std::countl_zero(classes)); }
+    static std::uint8_t highest(std::uint8_t classes) {
+        return static_cast<std::uint8_t>(7 - std::countl_zero(classes));
+    }
     // Whether DWRR among `weighted` stays with the class whose turn it is, changing nothing:
     // the same classes are backlogged as at the last pick, and its deficit lasts.
     static bool keeps_turn(const port_state& s, std::uint8_t weighted) {

@@ -46,9 +46,13 @@ nlohmann::json port_json(const std::string& port_name, const switch_node::port_s
 
 nlohmann::json to_json(const std::string& name, const switch_spec& spec, const switch_node::snapshot_data& s) {
     nlohmann::json ports = nlohmann::json::array();
-    for (std::size_t port = 0; port < s.ports.size(); ++port) ports.push_back(port_json(spec.ports[port].name, s.ports[port]));
+    for (std::size_t port = 0; port < s.ports.size(); ++port)
+        ports.push_back(port_json(spec.ports[port].name, s.ports[port]));
     return {{"name", name},
-            {"buffer", {{"size_bytes", s.buffer_size_bytes}, {"in_use_bytes", s.buffer_in_use_bytes}, {"peak_bytes", s.buffer_peak_bytes}}},
+            {"buffer",
+             {{"size_bytes", s.buffer_size_bytes},
+              {"in_use_bytes", s.buffer_in_use_bytes},
+              {"peak_bytes", s.buffer_peak_bytes}}},
             {"adaptive_routing", {{"enabled", spec.adaptive_routing.enabled}, {"rerouted", s.adaptive_reroutes}}},
             {"ports", std::move(ports)}};
 }

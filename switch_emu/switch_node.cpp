@@ -18,8 +18,7 @@ switch_spec checked(switch_spec spec) {
 switch_node::switch_node(switch_spec spec)
     : node(spec.name, static_cast<std::uint16_t>(spec.ports.size())), _spec(checked(std::move(spec))),
       _counters(_spec.ports.size()), _queue_counters(_spec.ports.size()), _ingress_counters(_spec.ports.size()),
-      _router(_spec), _buffer(_spec),
-      _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames),
+      _router(_spec), _buffer(_spec), _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames),
       _scheduler(_spec.qos.ets, static_cast<std::uint16_t>(_spec.ports.size())),
       _congestion(_spec.qos, _spec.random_seed), _pfc(_spec), _watchdog(_spec) {}
 
@@ -153,7 +152,8 @@ std::size_t switch_node::route_stage(std::uint16_t port, std::span<in_flight> ve
         const in_flight& f = vector[i];
         std::uint16_t egress = 0;
         if (f.parsed->bridged) {
-            const neighbour_spec* n = find_neighbour(rte_pktmbuf_mtod(f.frame, const wire::ethernet_header*)->destination);
+            const neighbour_spec* n =
+                find_neighbour(rte_pktmbuf_mtod(f.frame, const wire::ethernet_header*)->destination);
             if (!n || n->port == port) {
                 drop(f.frame, port, port_counter::rx_drops_not_for_us);
                 continue;
@@ -209,8 +209,7 @@ void switch_node::enqueue(rte_mbuf* frame, const parsed_frame& parsed, std::uint
         ++(queue.*queue_reason);
         drop(frame, egress, port_reason);
     };
-    if (watchdog_drops(egress, tc))
-        return queue_drop(&queue_counters::watchdog_drops, port_counter::watchdog_drops);
+    if (watchdog_drops(egress, tc)) return queue_drop(&queue_counters::watchdog_drops, port_counter::watchdog_drops);
     const std::uint64_t depth = _queues.depth_bytes(egress, tc); // what the frame joins
     switch (_congestion.decide(tc, depth, parsed.ecn())) {
     case congestion_verdict::pass: break;

@@ -50,8 +50,7 @@ public:
     std::uint64_t counter(std::uint16_t port, port_counter c) const { return _counters[port][c]; }
     // Calls `f(std::string_view name, std::uint64_t value)` for each counter of `port`, then for
     // the per-priority PFC counters under their `ethtool -S` names (rx_prio3_pause, ...).
-    template <typename Callback>
-    void for_each_counter(std::uint16_t port, Callback&& f) const {
+    template <typename Callback> void for_each_counter(std::uint16_t port, Callback&& f) const {
         _counters[port].for_each(f);
         for (std::uint8_t p = 0; p < traffic_class_count; ++p) {
             const priority_counters c = _pfc.counters(port, p);
@@ -91,7 +90,9 @@ public:
     priority_counters pfc_counters(std::uint16_t port, std::uint8_t priority) const {
         return _pfc.counters(port, priority);
     }
-    std::uint32_t queue_depth_frames(std::uint16_t port, std::uint8_t tc) const { return _queues.depth_frames(port, tc); }
+    std::uint32_t queue_depth_frames(std::uint16_t port, std::uint8_t tc) const {
+        return _queues.depth_frames(port, tc);
+    }
     std::size_t buffer_in_use() const { return _buffer.in_use(); }
     // RoCE packets adaptive routing sent to another port than their ECMP hash chose.
     std::uint64_t adaptive_reroutes() const { return _router.rerouted(); }
@@ -103,7 +104,7 @@ private:
         rte_mbuf* frame;
         const parsed_frame* parsed;
         std::uint32_t length;
-        std::uint16_t egress; // set by route_stage
+        std::uint16_t egress;  // set by route_stage
         std::uint8_t priority; // packet_meta's, from classification
         std::uint8_t traffic_class;
     };
@@ -129,7 +130,8 @@ private:
     // forwards a stormed queue regardless (bit t: TC t).
     std::uint8_t sendable_classes(std::uint16_t port, sim_time now) const {
         std::uint8_t paused = _pfc.paused_classes(port, now);
-        if (_watchdog.action() == pfc_watchdog_action::forward) paused &= static_cast<std::uint8_t>(~_watchdog.stormed(port));
+        if (_watchdog.action() == pfc_watchdog_action::forward)
+            paused &= static_cast<std::uint8_t>(~_watchdog.stormed(port));
         return static_cast<std::uint8_t>(~paused);
     }
     // A link busy until no later than this takes another frame at `now` (switch_spec::transmit_fifo).

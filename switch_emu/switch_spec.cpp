@@ -6,7 +6,7 @@
 namespace rocefab::switch_emu {
 namespace {
 
-constexpr std::uint32_t min_ipv4_mtu = 68;      // RFC 791
+constexpr std::uint32_t min_ipv4_mtu = 68; // RFC 791
 constexpr std::uint32_t max_queue_frames = 1u << 20;
 
 std::string describe(const route_spec& route) {
@@ -88,7 +88,8 @@ std::string validate(const switch_spec& spec) {
         if (!c.enabled) continue;
         const std::string which = where + "traffic class " + std::to_string(tc) + " congestion control: ";
         if (c.min_bytes >= c.max_bytes)
-            return which + "min " + std::to_string(c.min_bytes) + " B must be below max " + std::to_string(c.max_bytes) + " B";
+            return which + "min " + std::to_string(c.min_bytes) + " B must be below max " +
+                   std::to_string(c.max_bytes) + " B";
         if (c.probability_percent > 100)
             return which + "probability " + std::to_string(c.probability_percent) + " %; it is 0..100";
     }

@@ -17,10 +17,10 @@ namespace rocefab::switch_emu {
 inline constexpr unsigned traffic_class_count = 8; // 802.1Q priorities and Spectrum egress TCs
 
 struct port_spec {
-    std::string name;         // swp1, swp2, ... as Cumulus names front-panel ports
-    wire::mac_address mac;    // the routed port's own MAC: frames to it are routed
-    std::uint64_t speed_bps;  // reported; the link the driver attaches does the shaping
-    std::uint32_t mtu;        // IP MTU (L3 length, Ethernet header excluded), as `ip link` shows it
+    std::string name;        // swp1, swp2, ... as Cumulus names front-panel ports
+    wire::mac_address mac;   // the routed port's own MAC: frames to it are routed
+    std::uint64_t speed_bps; // reported; the link the driver attaches does the shaping
+    std::uint32_t mtu;       // IP MTU (L3 length, Ethernet header excluded), as `ip link` shows it
     // One-way delay of the cable to the neighbour (5 ns a metre of fibre): sizes PFC headroom.
     sim_time cable_delay = 500; // NVUE's default cable-length, 100 m
     // NVUE `interface swpN router adaptive-routing state enabled`: a route whose every next hop is
@@ -29,8 +29,8 @@ struct port_spec {
 };
 
 struct route_spec {
-    wire::ipv6_address prefix;                    // v4-mapped (::ffff:a.b.c.d) for IPv4
-    unsigned length;                              // 0..32 for IPv4, 0..128 for IPv6
+    wire::ipv6_address prefix; // v4-mapped (::ffff:a.b.c.d) for IPv4
+    unsigned length;           // 0..32 for IPv4, 0..128 for IPv6
     bool v6;
     std::vector<std::uint16_t> ports;             // one entry: a plain route; several: an ECMP group
     std::vector<wire::mac_address> next_hop_macs; // next_hop_macs[i] is the neighbour behind ports[i]
@@ -54,7 +54,7 @@ enum class tc_mode : std::uint8_t { strict, dwrr };
 struct ets_spec {
     // NVIDIA's RoCE default (`nv set qos roce`): TC 6 (CNPs) strict, TC 0 and TC 3 DWRR 50/50.
     // A DWRR class with 0 % sends only when no other class has a frame.
-    std::array<tc_mode, 8> mode = {tc_mode::dwrr, tc_mode::dwrr, tc_mode::dwrr, tc_mode::dwrr,
+    std::array<tc_mode, 8> mode = {tc_mode::dwrr, tc_mode::dwrr, tc_mode::dwrr,   tc_mode::dwrr,
                                    tc_mode::dwrr, tc_mode::dwrr, tc_mode::strict, tc_mode::dwrr};
     std::array<std::uint8_t, 8> bandwidth_percent = {50, 0, 0, 50, 0, 0, 0, 0};
 };

@@ -50,8 +50,8 @@ void switch_node::poll_watchdog(sim_time now) {
         for (unsigned tc = 0; tc < traffic_class_count; ++tc) {
             if (e.restored & (1u << tc)) {
                 c.bump(port_counter::pfc_wd_restores);
-                log::switch_node().info("{} {}: PFC watchdog restored traffic class {}", name(),
-                                        _spec.ports[port].name, tc);
+                log::switch_node().info("{} {}: PFC watchdog restored traffic class {}", name(), _spec.ports[port].name,
+                                        tc);
             }
             if (!(e.stormed & (1u << tc))) continue;
             c.bump(port_counter::pfc_wd_storms);

@@ -24,7 +24,8 @@ std::string error_text(const std::string& what) { return what + ": " + std::stre
 // ---- network ---------------------------------------------------------------------------
 
 bool same_namespace(int a, int b) {
-    struct stat sa {}, sb {};
+    struct stat sa {
+    }, sb{};
     return a >= 0 && b >= 0 && ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_ino == sb.st_ino &&
            sa.st_dev == sb.st_dev;
 }
@@ -46,8 +47,8 @@ std::string enter_network(const host_view_request& request, bool& entered_user_n
     entered_user_namespace = false;
     const auto& net = request.host_network;
     if (!net.is_object()) return "the daemon does not give hosts network namespaces";
-    if (net.contains("unavailable")) return "the daemon gives hosts no network namespaces (" +
-                                            net.value("unavailable", std::string()) + ")";
+    if (net.contains("unavailable"))
+        return "the daemon gives hosts no network namespaces (" + net.value("unavailable", std::string()) + ")";
     const auto hosts = net.find("hosts");
     if (hosts == net.end() || !hosts->contains(request.host) || !(*hosts)[request.host].is_number_integer())
         return "the daemon has no network namespace for " + request.host;
@@ -72,13 +73,13 @@ std::string enter_network(const host_view_request& request, bool& entered_user_n
             return "the fabric's user namespace is not one this user made";
         if (!same_namespace(net_owner.fd, daemon_user.fd))
             return request.host + "'s network namespace belongs to another user namespace";
-        if (::setns(daemon_user.fd, CLONE_NEWUSER) != 0)
-            return error_text("cannot enter the fabric's user namespace");
+        if (::setns(daemon_user.fd, CLONE_NEWUSER) != 0) return error_text("cannot enter the fabric's user namespace");
         entered_user_namespace = true;
     } else if (!same_namespace(net_owner.fd, own_user.fd)) {
         return request.host + "'s network namespace belongs to another user namespace";
     }
-    if (::setns(net_fd.fd, CLONE_NEWNET) != 0) return error_text("cannot enter " + request.host + "'s network namespace");
+    if (::setns(net_fd.fd, CLONE_NEWNET) != 0)
+        return error_text("cannot enter " + request.host + "'s network namespace");
     return {};
 }
 
@@ -224,8 +225,9 @@ const char* port_state_name(int state) {
 }
 
 const char* phys_state_name(int state) {
-    static const char* const names[] = {"<unknown>", "Sleep", "Polling", "Disabled", "PortConfigurationTraining",
-                                        "LinkUp", "LinkErrorRecovery", "Phy Test"};
+    static const char* const names[] = {
+        "<unknown>",         "Sleep",   "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
+        "LinkErrorRecovery", "Phy Test"};
     return state >= 0 && state < 8 ? names[state] : "<unknown>";
 }
 
@@ -305,7 +307,8 @@ std::string build_device_tree(const host_view_request& request, bool in_host_net
               make_directories(port + "/gid_attrs/ndevs") && make_directories(port + "/pkeys");
         ok = ok && write_file(dev + "/node_guid", guid_text(d.node_guid)) &&
              write_file(dev + "/sys_image_guid", guid_text(d.device.sys_image_guid)) &&
-             write_file(dev + "/fw_ver", std::string(d.device.fw_ver, strnlen(d.device.fw_ver, sizeof d.device.fw_ver)) + "\n") &&
+             write_file(dev + "/fw_ver",
+                        std::string(d.device.fw_ver, strnlen(d.device.fw_ver, sizeof d.device.fw_ver)) + "\n") &&
              write_file(dev + "/hca_type", format("MT%u\n", d.device.vendor_part_id)) &&
              write_file(dev + "/hw_rev", format("0x%x\n", d.device.hw_ver)) &&
              write_file(dev + "/board_id", format("ROCEFAB_%010u\n", d.device.vendor_part_id)) &&
@@ -313,19 +316,21 @@ std::string build_device_tree(const host_view_request& request, bool in_host_net
              // rdma-ndd's default description: host name and device name.
              write_file(dev + "/node_desc", request.host + " " + name + "\n");
         const ibv_port_attr& p = d.port;
-        ok = ok && write_file(port + "/state", format("%d: %s\n", p.state, port_state_name(p.state))) &&
-             write_file(port + "/phys_state", format("%d: %s\n", p.phys_state, phys_state_name(p.phys_state))) &&
-             write_file(port + "/link_layer", p.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet\n" : "InfiniBand\n") &&
-             write_file(port + "/rate", rate_text(p)) && write_file(port + "/lid", format("0x%x\n", p.lid)) &&
-             write_file(port + "/sm_lid", format("0x%x\n", p.sm_lid)) &&
-             write_file(port + "/sm_sl", format("%u\n", p.sm_sl)) &&
-             write_file(port + "/lid_mask_count", format("%u\n", p.lmc)) &&
-             write_file(port + "/cap_mask", format("0x%08x\n", p.port_cap_flags)) &&
-             write_file(port + "/pkeys/0", "0xffff\n");
+        ok =
+            ok && write_file(port + "/state", format("%d: %s\n", p.state, port_state_name(p.state))) &&
+            write_file(port + "/phys_state", format("%d: %s\n", p.phys_state, phys_state_name(p.phys_state))) &&
+            write_file(port + "/link_layer", p.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet\n" : "InfiniBand\n") &&
+            write_file(port + "/rate", rate_text(p)) && write_file(port + "/lid", format("0x%x\n", p.lid)) &&
+            write_file(port + "/sm_lid", format("0x%x\n", p.sm_lid)) &&
+            write_file(port + "/sm_sl", format("%u\n", p.sm_sl)) &&
+            write_file(port + "/lid_mask_count", format("%u\n", p.lmc)) &&
+            write_file(port + "/cap_mask", format("0x%08x\n", p.port_cap_flags)) &&
+            write_file(port + "/pkeys/0", "0xffff\n");
         // The GID table as ibv_query_gid gives it; every entry is a RoCE v2 GID, which the
         // kernel names "RoCE v2" (ib_cache.c gid_type_str).
         const std::string netdev = in_host_network ? netdev_of(request, name) : std::string();
-        for (std::uint32_t g = 0; ok && g < static_cast<std::uint32_t>(p.gid_tbl_len) && g < attach::gid_table_size; ++g) {
+        for (std::uint32_t g = 0; ok && g < static_cast<std::uint32_t>(p.gid_tbl_len) && g < attach::gid_table_size;
+             ++g) {
             ok = write_file(port + "/gids/" + std::to_string(g), gid_text(d.gids[g])) &&
                  write_file(port + "/gid_attrs/types/" + std::to_string(g), "RoCE v2\n") &&
                  (netdev.empty() || write_file(port + "/gid_attrs/ndevs/" + std::to_string(g), netdev + "\n"));
@@ -345,7 +350,8 @@ std::string build_device_tree(const host_view_request& request, bool in_host_net
     }
     if (!ok) return error_text("cannot write the device's files under /sys/class");
     // Read-only from here, as sysfs is; the binds under it keep their own flags.
-    ::mount(nullptr, "/sys/class", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+    ::mount(nullptr, "/sys/class", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            nullptr);
     return {};
 }
 

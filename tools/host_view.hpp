@@ -34,11 +34,11 @@ namespace rocefab::tools {
 
 struct host_view_request {
     std::string host;
-    nlohmann::json host_entry;   // the host's entry of the topology (its NICs)
-    nlohmann::json all_hosts;    // the topology's hosts, for the names in /etc/hosts
-    nlohmann::json host_network; // the daemon's host_network::describe()
+    nlohmann::json host_entry;                // the host's entry of the topology (its NICs)
+    nlohmann::json all_hosts;                 // the topology's hosts, for the names in /etc/hosts
+    nlohmann::json host_network;              // the daemon's host_network::describe()
     std::vector<attach::device_info> devices; // in the order ibv_get_device_list gives them
-    nlohmann::json nic_counters; // `show`'s "nics" entries (host, nic, counters), when readable
+    nlohmann::json nic_counters;              // `show`'s "nics" entries (host, nic, counters), when readable
 };
 
 // Enters the host's network namespace and a private mount namespace with the device view, in

@@ -95,7 +95,8 @@ std::string choose_fabric(const std::string& requested) {
         if (!control::control_request(control::runtime_directory(requested), {{"op", "ping"}}, &problem,
                                       request_timeout())) {
             if (problem.rfind("no daemon listens", 0) == 0)
-                fail("fabric '" + requested + "' is not running (start it with: rocefab up CONFIG --name " + requested + ")");
+                fail("fabric '" + requested + "' is not running (start it with: rocefab up CONFIG --name " + requested +
+                     ")");
             fail("fabric '" + requested + "' does not answer: " + problem);
         }
         return requested;
@@ -120,7 +121,8 @@ int command_up(const std::string& config_path, const std::string& name_option, b
     if (!config::load_topology(config_path, topology, error)) fail(error.to_string(), 2);
     if (!name_option.empty()) topology.name = name_option;
     const std::string dir = control::runtime_directory(topology.name);
-    if (control::control_request(dir, {{"op", "ping"}}, nullptr, std::chrono::seconds(2))) fail("fabric '" + topology.name + "' is already up");
+    if (control::control_request(dir, {{"op", "ping"}}, nullptr, std::chrono::seconds(2)))
+        fail("fabric '" + topology.name + "' is already up");
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) fail("cannot create " + dir + ": " + ec.message());
@@ -164,9 +166,9 @@ int command_up(const std::string& config_path, const std::string& name_option, b
     }
     std::vector<std::string> hosts;
     for (const auto& h : topology.hosts) hosts.push_back(h.name);
-    std::cout << "fabric " << topology.name << " is up: " << topology.hosts.size() << " hosts (" << join(hosts)
-              << "), " << topology.switches.size() << " switch" << (topology.switches.size() == 1 ? "" : "es")
-              << ", " << topology.links.size() << " links\n"
+    std::cout << "fabric " << topology.name << " is up: " << topology.hosts.size() << " hosts (" << join(hosts) << "), "
+              << topology.switches.size() << " switch" << (topology.switches.size() == 1 ? "" : "es") << ", "
+              << topology.links.size() << " links\n"
               << "  run programs with: rocefab run --host " << (hosts.empty() ? "H" : hosts.front())
               << " -- PROGRAM ARGS...\n";
     return 0;
@@ -182,7 +184,8 @@ int command_down(const std::string& fabric_option) {
         ::waitpid(pid, nullptr, WNOHANG);
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (pid > 0 && ::kill(pid, 0) == 0) fail("fabric '" + fabric + "' did not stop within 20 s (pid " + std::to_string(pid) + ")");
+    if (pid > 0 && ::kill(pid, 0) == 0)
+        fail("fabric '" + fabric + "' did not stop within 20 s (pid " + std::to_string(pid) + ")");
     std::cout << "fabric " << fabric << " is down\n";
     return 0;
 }
@@ -212,7 +215,8 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
     }
     if (!found) fail("fabric " + fabric + " has no host '" + host + "' (hosts: " + join(hosts) + ")");
     const fs::path libdir = verbs_library_directory();
-    if (!fs::exists(libdir / "libibverbs.so.1")) fail("the verbs library is missing from " + libdir.string() + " (build it, or set ROCEFAB_LIBDIR)");
+    if (!fs::exists(libdir / "libibverbs.so.1"))
+        fail("the verbs library is missing from " + libdir.string() + " (build it, or set ROCEFAB_LIBDIR)");
     const std::string socket = control::attach_socket_path(control::runtime_directory(fabric), host);
     ::setenv(attach::socket_env, socket.c_str(), 1);
     ::setenv(attach::host_env, host.c_str(), 1);
@@ -236,8 +240,8 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
                 view.devices.push_back(hello.hello.devices[i]);
     }
     // Reading counters is for everyone who may attach; without them the view has no counters.
-    if (const auto counters = control::control_request(control::runtime_directory(fabric), {{"op", "show"}}, nullptr,
-                                                       request_timeout());
+    if (const auto counters =
+            control::control_request(control::runtime_directory(fabric), {{"op", "show"}}, nullptr, request_timeout());
         counters && counters->value("ok", false) && counters->contains("counters"))
         view.nic_counters = (*counters)["counters"].value("nics", json());
     std::string missing;
@@ -266,7 +270,8 @@ void print_switch_port(const json& port) {
     const std::string name = port["port"].get<std::string>();
     std::vector<std::pair<std::string, unsigned long long>> nonzero;
     for (const auto& [key, value] : port.items())
-        if (value.is_number_unsigned() && value.get<std::uint64_t>() != 0) nonzero.emplace_back(key, value.get<std::uint64_t>());
+        if (value.is_number_unsigned() && value.get<std::uint64_t>() != 0)
+            nonzero.emplace_back(key, value.get<std::uint64_t>());
     if (nonzero.empty()) return;
     std::printf("\n%s\n", name.c_str());
     for (const auto& [key, value] : nonzero) std::printf("  %-32s %16llu\n", key.c_str(), value);
@@ -277,9 +282,9 @@ void print_switch_port(const json& port) {
             !number(q, "watchdog_drops") && !number(q, "peak_bytes"))
             continue;
         if (!header) {
-            std::printf("  Egress Queue Statistics\n  %-13s  %12s  %16s  %21s  %13s  %18s  %20s  %16s\n", "Traffic Class",
-                        "Tx Frames", "Tx Bytes", "Tx Uc Buffer Discards", "Wred Discards", "Ecn Marked Packets",
-                        "Current Buffer Usage", "Max Buffer Usage");
+            std::printf("  Egress Queue Statistics\n  %-13s  %12s  %16s  %21s  %13s  %18s  %20s  %16s\n",
+                        "Traffic Class", "Tx Frames", "Tx Bytes", "Tx Uc Buffer Discards", "Wred Discards",
+                        "Ecn Marked Packets", "Current Buffer Usage", "Max Buffer Usage");
             header = true;
         }
         std::printf("  %-13llu  %12llu  %16llu  %21llu  %13llu  %18llu  %20llu  %16llu\n", number(q, "tc"),
@@ -315,7 +320,8 @@ void print_rdma_cm(const json& cm) {
                 "dst-addr", "qpn");
     for (const auto& id : cm["cm_ids"]) {
         const std::string source = id["src_addr"].get<std::string>() + ":" + std::to_string(number(id, "src_port"));
-        const std::string destination = id["dst_addr"].get<std::string>() + ":" + std::to_string(number(id, "dst_port"));
+        const std::string destination =
+            id["dst_addr"].get<std::string>() + ":" + std::to_string(number(id, "dst_port"));
         std::printf("  %-8s %-8s %8lld  %-17s %-5s %-21s %-21s %8llu\n", id["host"].get<std::string>().c_str(),
                     id["device"].get<std::string>().c_str(), static_cast<long long>(id.value("pid", 0)),
                     id["state"].get<std::string>().c_str(), id["ps"].get<std::string>().c_str(), source.c_str(),
@@ -342,7 +348,8 @@ void print_counters(const json& counters) {
                     nic["nic"].get<std::string>().c_str());
         for (const auto& [key, value] : nic["counters"].items())
             if (value.get<std::uint64_t>())
-                std::printf("  %-30s %16llu\n", key.c_str(), static_cast<unsigned long long>(value.get<std::uint64_t>()));
+                std::printf("  %-30s %16llu\n", key.c_str(),
+                            static_cast<unsigned long long>(value.get<std::uint64_t>()));
     }
     if (counters.contains("cm")) print_rdma_cm(counters["cm"]);
     std::printf("\nlinks\n  %-24s %12s %16s %10s %10s %10s %10s %10s\n", "link", "tx_frames", "tx_bytes", "drops",
@@ -350,11 +357,12 @@ void print_counters(const json& counters) {
     for (const auto& l : counters["links"]) {
         const std::uint64_t drops = l["drops_link_down"].get<std::uint64_t>() + l["drops_mtu"].get<std::uint64_t>() +
                                     l["drops_queue_full"].get<std::uint64_t>();
-        std::printf("  %-24s %12llu %16llu %10llu %10llu %10llu %10llu %10llu%s\n", l["link"].get<std::string>().c_str(),
-                    static_cast<unsigned long long>(l["tx_frames"].get<std::uint64_t>()),
-                    static_cast<unsigned long long>(l["tx_bytes"].get<std::uint64_t>()),
-                    static_cast<unsigned long long>(drops), number(l, "drops_loss"), number(l, "frames_corrupted"),
-                    number(l, "frames_duplicated"), number(l, "frames_reordered"), l.value("up", true) ? "" : "  (down)");
+        std::printf(
+            "  %-24s %12llu %16llu %10llu %10llu %10llu %10llu %10llu%s\n", l["link"].get<std::string>().c_str(),
+            static_cast<unsigned long long>(l["tx_frames"].get<std::uint64_t>()),
+            static_cast<unsigned long long>(l["tx_bytes"].get<std::uint64_t>()), static_cast<unsigned long long>(drops),
+            number(l, "drops_loss"), number(l, "frames_corrupted"), number(l, "frames_duplicated"),
+            number(l, "frames_reordered"), l.value("up", true) ? "" : "  (down)");
     }
 }
 
@@ -436,7 +444,8 @@ int main(int argc, char** argv) {
     std::string scenario_path, output;
     auto* sim = app.add_subcommand("sim", "run a scenario under virtual time and write CSVs and plots");
     sim->add_option("scenario", scenario_path, "scenario file, e.g. configs/incast-16to1-dcqcn.yaml")->required();
-    sim->add_option("--output", output, "directory for the CSVs and plots (default: the scenario's, else sim-out/NAME)");
+    sim->add_option("--output", output,
+                    "directory for the CSVs and plots (default: the scenario's, else sim-out/NAME)");
 
     CLI11_PARSE(app, argc, argv);
 
@@ -474,17 +483,16 @@ int main(int argc, char** argv) {
     if (*link) {
         json request = {{"op", "link"}, {"endpoint", endpoint}};
         json faults = json::object();
-        for (const auto& [key, value] : {std::pair{"loss", &loss}, std::pair{"corruption", &corruption},
-                                         std::pair{"duplication", &duplication}, std::pair{"reordering", &reordering},
-                                         std::pair{"reorder_delay", &reorder_delay}})
+        for (const auto& [key, value] :
+             {std::pair{"loss", &loss}, std::pair{"corruption", &corruption}, std::pair{"duplication", &duplication},
+              std::pair{"reordering", &reordering}, std::pair{"reorder_delay", &reorder_delay}})
             if (!value->empty()) faults[key] = *value;
         if (!faults.empty()) request["faults"] = faults;
         if (link_down || link_up) request["up"] = link_up;
         const auto reply = request_or_fail(choose_fabric(fabric), request);
         const json& f = reply["faults"];
-        std::printf("%s: %s, loss %s, corruption %s, duplication %s, reordering %s (held %s ns)\n",
-                    endpoint.c_str(), reply.value("up", true) ? "up" : "down",
-                    config::format_probability(f.value("loss", 0.0)).c_str(),
+        std::printf("%s: %s, loss %s, corruption %s, duplication %s, reordering %s (held %s ns)\n", endpoint.c_str(),
+                    reply.value("up", true) ? "up" : "down", config::format_probability(f.value("loss", 0.0)).c_str(),
                     config::format_probability(f.value("corruption", 0.0)).c_str(),
                     config::format_probability(f.value("duplication", 0.0)).c_str(),
                     config::format_probability(f.value("reordering", 0.0)).c_str(),

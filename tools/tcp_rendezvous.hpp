@@ -57,9 +57,7 @@ inline int tcp_rendezvous(const char* host, int port, bool server, int attempts,
             a.sin_addr.s_addr = htonl(INADDR_ANY);
             bound = bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a);
         }
-        const char* failed = bound != 0                 ? "bind failed"
-                             : listen(listener, 1) != 0 ? "listen failed"
-                                                        : nullptr;
+        const char* failed = bound != 0 ? "bind failed" : listen(listener, 1) != 0 ? "listen failed" : nullptr;
         const int fd = failed ? -1 : accept(listener, nullptr, nullptr);
         const int cause = errno; // close() may overwrite it
         close(listener);

@@ -23,7 +23,8 @@ struct cm_server::gsi_watch {
     std::size_t port;
     nic::nic_node* nic;
     asio::posix::stream_descriptor fd;
-    gsi_watch(asio::io_context& io, std::size_t p, nic::nic_node* n) : port(p), nic(n), fd(io, ::dup(n->gsi().notify_fd())) {}
+    gsi_watch(asio::io_context& io, std::size_t p, nic::nic_node* n)
+        : port(p), nic(n), fd(io, ::dup(n->gsi().notify_fd())) {}
 };
 
 // One event channel: requests and replies on `_socket`; events written to `_events`, the write
@@ -77,8 +78,8 @@ private:
 
     void flush() {
         while (!_backlog.empty()) {
-            const ssize_t sent =
-                ::send(_events.native_handle(), &_backlog.front(), sizeof(cm_protocol::event), MSG_DONTWAIT | MSG_NOSIGNAL);
+            const ssize_t sent = ::send(_events.native_handle(), &_backlog.front(), sizeof(cm_protocol::event),
+                                        MSG_DONTWAIT | MSG_NOSIGNAL);
             if (sent == static_cast<ssize_t>(sizeof(cm_protocol::event))) {
                 _backlog.pop_front();
                 continue;
@@ -101,7 +102,8 @@ private:
 
     void on_readable() {
         cm_protocol::request request{};
-        const received_datagram got = receive_with_descriptors(_socket.native_handle(), &request, sizeof request, MSG_DONTWAIT);
+        const received_datagram got =
+            receive_with_descriptors(_socket.native_handle(), &request, sizeof request, MSG_DONTWAIT);
         if (got.length < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return wait();
         int passed = got.fd_count > 0 ? got.fds[0] : -1;
         for (std::size_t i = 1; i < got.fd_count; ++i) ::close(got.fds[i]);
@@ -114,7 +116,8 @@ private:
         cm_protocol::reply reply;
         std::memset(&reply, 0, sizeof reply);
         reply.magic_number = cm_protocol::magic;
-        if (got.length != static_cast<ssize_t>(sizeof request) || got.truncated || request.magic_number != cm_protocol::magic) {
+        if (got.length != static_cast<ssize_t>(sizeof request) || got.truncated ||
+            request.magic_number != cm_protocol::magic) {
             reply.status = EINVAL;
             if (passed >= 0) ::close(passed);
         } else if (request.code == cm_protocol::op::hello) {
@@ -165,9 +168,12 @@ namespace {
 // Tests shorten the CM's timeouts through the daemon's environment; the defaults are the kernel's.
 cm::cm_timing timing_from_environment() {
     cm::cm_timing t;
-    if (const char* v = std::getenv("ROCEFAB_CM_RESPONSE_TIMEOUT")) t.cm_response_timeout = static_cast<std::uint8_t>(std::atoi(v));
-    if (const char* v = std::getenv("ROCEFAB_CM_PACKET_LIFE_TIME")) t.packet_life_time = static_cast<std::uint8_t>(std::atoi(v));
-    if (const char* v = std::getenv("ROCEFAB_CM_MAX_RETRIES")) t.max_cm_retries = static_cast<std::uint8_t>(std::atoi(v));
+    if (const char* v = std::getenv("ROCEFAB_CM_RESPONSE_TIMEOUT"))
+        t.cm_response_timeout = static_cast<std::uint8_t>(std::atoi(v));
+    if (const char* v = std::getenv("ROCEFAB_CM_PACKET_LIFE_TIME"))
+        t.packet_life_time = static_cast<std::uint8_t>(std::atoi(v));
+    if (const char* v = std::getenv("ROCEFAB_CM_MAX_RETRIES"))
+        t.max_cm_retries = static_cast<std::uint8_t>(std::atoi(v));
     return t;
 }
 } // namespace
@@ -207,7 +213,8 @@ cm_server::cm_server(asio::io_context& io, fabric& fab, const std::string& runti
         if (auto sp = it->second.lock()) sp->deliver(e);
     };
     _cm = std::make_unique<cm::connection_manager>(std::move(ports), std::move(out), timing_from_environment(),
-                                                   static_cast<std::uint64_t>(::getpid()) ^ static_cast<std::uint64_t>(now()));
+                                                   static_cast<std::uint64_t>(::getpid()) ^
+                                                       static_cast<std::uint64_t>(now()));
 
     std::vector<std::string> hosts;
     for (const auto& host : _fabric.topology().hosts) hosts.push_back(host.name);

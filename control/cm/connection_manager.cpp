@@ -15,7 +15,7 @@ namespace rocefab::cm {
 
 const char* state_name(cm_state s) {
     switch (s) {
-#define ROCEFAB_CM_STATE_NAME(name) \
+#define ROCEFAB_CM_STATE_NAME(name)                                                                                    \
     case cm_state::name: return #name;
         ROCEFAB_CM_STATES(ROCEFAB_CM_STATE_NAME)
 #undef ROCEFAB_CM_STATE_NAME
@@ -35,7 +35,7 @@ struct connection_manager::cm_id {
     std::uint16_t port_space = RDMA_PS_TCP;
     ibv_qp_type qp_type = IBV_QPT_RC;
     cm_state state = cm_state::idle;
-    std::optional<std::size_t> port; // the local NIC, once bound to an address or resolved
+    std::optional<std::size_t> port;                 // the local NIC, once bound to an address or resolved
     std::uint32_t source_ip = 0, destination_ip = 0; // host order; 0: wildcard / none
     std::uint16_t source_port = 0, destination_port = 0;
     bool bound = false, route_resolved = false, reuse_address = false, afonly = false;
@@ -187,7 +187,8 @@ std::optional<std::size_t> connection_manager::owner_of_address(std::uint32_t ip
 }
 
 // Source selection as the kernel's: the NIC on the destination's subnet, else the host's first.
-std::optional<std::size_t> connection_manager::port_for_source(const std::string& host, std::uint32_t destination) const {
+std::optional<std::size_t> connection_manager::port_for_source(const std::string& host,
+                                                               std::uint32_t destination) const {
     std::optional<std::size_t> first;
     for (std::size_t i = 0; i < _ports.size(); ++i) {
         if (_ports[i].host != host) continue;
@@ -320,8 +321,10 @@ int connection_manager::listen(cm_id& id, int backlog) {
 void connection_manager::fill_route(const cm_id& id, cm_protocol::route_info& route) const {
     std::memset(&route, 0, sizeof route);
     set_sockaddr(route.source, id.source_ip, id.source_port);
-    if (id.destination_ip || id.destination_port) set_sockaddr(route.destination, id.destination_ip, id.destination_port);
-    else route.destination.ss_family = AF_INET;
+    if (id.destination_ip || id.destination_port)
+        set_sockaddr(route.destination, id.destination_ip, id.destination_port);
+    else
+        route.destination.ss_family = AF_INET;
     route.port_num = 1;
     route.pkey = 0xffff;
     route.path_mtu = id.path_mtu;
@@ -534,8 +537,7 @@ int connection_manager::disconnect(cm_id& id, const cm_protocol::request&, sim_t
         event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
         return 0;
     case cm_state::dreq_sent:
-    case cm_state::timewait:
-        return 0;
+    case cm_state::timewait: return 0;
     default: return EINVAL;
     }
 }
@@ -609,8 +611,8 @@ int connection_manager::init_qp_attr(const cm_id& id, int state, ibv_qp_attr& at
 // ---- events and MADs ------------------------------------------------------------------------------
 
 void connection_manager::event(cm_id& id, std::uint32_t type, int status, const std::uint8_t* private_data,
-                               std::size_t private_length, std::uint32_t listen_id, const cm_protocol::conn_params* conn,
-                               const cm_protocol::ud_params* ud) {
+                               std::size_t private_length, std::uint32_t listen_id,
+                               const cm_protocol::conn_params* conn, const cm_protocol::ud_params* ud) {
     cm_protocol::event e;
     std::memset(&e, 0, sizeof e);
     e.magic_number = cm_protocol::magic;
@@ -626,8 +628,7 @@ void connection_manager::event(cm_id& id, std::uint32_t type, int status, const 
     }
     if (ud) e.ud = *ud;
     fill_route(id, e.route);
-    log::control().debug("cm id {}: event {} status {}", id.handle, cm_protocol::event_name(type),
-                         status);
+    log::control().debug("cm id {}: event {} status {}", id.handle, cm_protocol::event_name(type), status);
     if (_out.deliver) _out.deliver(id.session, e);
 }
 
@@ -660,7 +661,8 @@ void connection_manager::send_rej(std::size_t port, const wire::ipv6_address& de
     m.remote_comm_id.store(remote_comm_id);
     m.set_rejected(static_cast<std::uint8_t>(rejected));
     m.reason.store(static_cast<std::uint16_t>(reason));
-    if (private_data && length) std::memcpy(m.private_data.data(), private_data, std::min(length, m.private_data.size()));
+    if (private_data && length)
+        std::memcpy(m.private_data.data(), private_data, std::min(length, m.private_data.size()));
     send_to(port, destination, qpn, mad);
 }
 
@@ -668,7 +670,8 @@ connection_manager::cm_id* connection_manager::find_listener(std::size_t port, s
                                                              std::uint16_t port_number, std::uint32_t ipv4) {
     cm_id* wildcard = nullptr;
     for (auto& [h, id] : _ids) {
-        if (id->state != cm_state::listening || id->port_space != port_space || id->source_port != port_number) continue;
+        if (id->state != cm_state::listening || id->port_space != port_space || id->source_port != port_number)
+            continue;
         if (_sessions[id->session].who.host != _ports[port].host) continue;
         if (id->source_ip == ipv4 && ipv4 == _ports[port].ipv4) return id.get();
         if (id->source_ip == 0) wildcard = id.get();
@@ -709,8 +712,10 @@ void connection_manager::on_req(std::size_t port, const nic::gsi_datagram& d, co
     // A retried REQ (IBA 12.9.8.1): the REP again if it was sent, else nothing.
     for (auto& [h, id] : _ids) {
         if (id->remote_comm_id == remote_comm && id->remote_ca_guid == remote_guid && id->listener) {
-            if (id->state == cm_state::rep_sent && id->outstanding) send_to(*id->port, id->dgid, 1, *id->outstanding);
-            else if (id->state == cm_state::req_received && id->last_reply) send_to(*id->port, id->dgid, 1, *id->last_reply);
+            if (id->state == cm_state::rep_sent && id->outstanding)
+                send_to(*id->port, id->dgid, 1, *id->outstanding);
+            else if (id->state == cm_state::req_received && id->last_reply)
+                send_to(*id->port, id->dgid, 1, *id->last_reply);
             return;
         }
     }
@@ -764,7 +769,8 @@ void connection_manager::on_req(std::size_t port, const nic::gsi_datagram& d, co
     // Ours now, so that rdma_accept can take the QP to RTS before the REP tells the peer
     // (librdmacm's order): the peer may send as soon as it has the REP.
     id->local_psn = random24();
-    id->path_mtu = std::min<std::uint8_t>(m.path_mtu() ? m.path_mtu() : std::uint8_t{IBV_MTU_1024}, _ports[port].active_mtu);
+    id->path_mtu =
+        std::min<std::uint8_t>(m.path_mtu() ? m.path_mtu() : std::uint8_t{IBV_MTU_1024}, _ports[port].active_mtu);
     id->retry_count = m.retry_count();
     id->rnr_retry_count = m.rnr_retry_count();
     id->flow_control = m.end_to_end_flow_control();
@@ -883,8 +889,9 @@ void connection_manager::on_mra(const cm_mad& mad, sim_time now) {
     const auto& m = mad.as<mra_msg>();
     cm_id* id = find_by_comm_id(m.remote_comm_id.load());
     const auto mraed = static_cast<message_kind>(m.message_mraed >> 6);
-    if (!id || !id->outstanding || !((id->state == cm_state::req_sent && mraed == message_kind::req) ||
-                                     (id->state == cm_state::rep_sent && mraed == message_kind::rep))) {
+    if (!id || !id->outstanding ||
+        !((id->state == cm_state::req_sent && mraed == message_kind::req) ||
+          (id->state == cm_state::rep_sent && mraed == message_kind::rep))) {
         ++_counters.mads_unmatched;
         return;
     }
@@ -924,9 +931,7 @@ void connection_manager::on_dreq(std::size_t port, const nic::gsi_datagram& d, c
         drep_to(id->local_comm_id, id->remote_comm_id);
         return;
     case cm_state::timewait:
-    case cm_state::rejected:
-        drep_to(id->local_comm_id, id->remote_comm_id);
-        return;
+    case cm_state::rejected: drep_to(id->local_comm_id, id->remote_comm_id); return;
     default: ++_counters.mads_unmatched; return;
     }
     (void)now;
@@ -1067,7 +1072,8 @@ void connection_manager::on_timeout(cm_id& id, sim_time now) {
     switch (id.state) {
     case cm_state::req_sent:
         // cm.c: REQ retries exhausted -> IB_CM_REQ_ERROR; cma.c: RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT.
-        send_rej(*id.port, id.dgid, 1, id.local_comm_id, 0, id.transaction_id, message_kind::req, reject_reason::timeout);
+        send_rej(*id.port, id.dgid, 1, id.local_comm_id, 0, id.transaction_id, message_kind::req,
+                 reject_reason::timeout);
         transition(id, cm_state::unreachable, "REQ retries exhausted");
         return event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
     case cm_state::sidr_req_sent:

@@ -29,7 +29,7 @@ namespace rocefab::cm {
 // One NIC the CM serves: the emulated host it sits in and its IPv4 interface address.
 struct local_port {
     std::string host, device;
-    std::uint32_t ipv4 = 0;      // host order
+    std::uint32_t ipv4 = 0; // host order
     std::uint8_t prefix_length = 24;
     wire::ipv6_address gid;      // GID index 1: the v4-mapped address
     std::uint64_t node_guid = 0; // host order
@@ -53,26 +53,26 @@ inline sim_time cm_time(std::uint8_t value) {
     return value >= 31 ? seconds(8796) : static_cast<sim_time>(4096) << value;
 }
 
-#define ROCEFAB_CM_STATES(X)                                                                                   \
-    X(idle)                                                                                                    \
-    X(address_query)    /* rdma_resolve_addr: waiting for the neighbour */                                      \
-    X(address_resolved)                                                                                        \
-    X(address_bound)                                                                                           \
-    X(route_resolved)                                                                                          \
-    X(listening)                                                                                               \
-    X(req_sent)         /* IB_CM_REQ_SENT */                                                                   \
-    X(req_received)     /* IB_CM_REQ_RCVD: the consumer has a CONNECT_REQUEST to answer */                     \
-    X(rep_sent)         /* IB_CM_REP_SENT */                                                                   \
-    X(rep_received)     /* IB_CM_REP_RCVD: the library moves its QP, then asks for the RTU */                  \
-    X(established)                                                                                             \
-    X(dreq_sent)                                                                                               \
-    X(dreq_received)                                                                                           \
-    X(timewait)                                                                                                \
-    X(sidr_req_sent)                                                                                           \
-    X(sidr_req_received)                                                                                       \
-    X(ud_ready)         /* a UD id resolved by SIDR, or accepted */                                            \
-    X(rejected)         /* errors are states too: REJ received or sent */                                      \
-    X(unreachable)      /* retries exhausted */                                                                \
+#define ROCEFAB_CM_STATES(X)                                                                                           \
+    X(idle)                                                                                                            \
+    X(address_query) /* rdma_resolve_addr: waiting for the neighbour */                                                \
+    X(address_resolved)                                                                                                \
+    X(address_bound)                                                                                                   \
+    X(route_resolved)                                                                                                  \
+    X(listening)                                                                                                       \
+    X(req_sent)     /* IB_CM_REQ_SENT */                                                                               \
+    X(req_received) /* IB_CM_REQ_RCVD: the consumer has a CONNECT_REQUEST to answer */                                 \
+    X(rep_sent)     /* IB_CM_REP_SENT */                                                                               \
+    X(rep_received) /* IB_CM_REP_RCVD: the library moves its QP, then asks for the RTU */                              \
+    X(established)                                                                                                     \
+    X(dreq_sent)                                                                                                       \
+    X(dreq_received)                                                                                                   \
+    X(timewait)                                                                                                        \
+    X(sidr_req_sent)                                                                                                   \
+    X(sidr_req_received)                                                                                               \
+    X(ud_ready)    /* a UD id resolved by SIDR, or accepted */                                                         \
+    X(rejected)    /* errors are states too: REJ received or sent */                                                   \
+    X(unreachable) /* retries exhausted */                                                                             \
     X(address_error)
 
 enum class cm_state : std::uint8_t {
@@ -82,15 +82,15 @@ enum class cm_state : std::uint8_t {
 };
 const char* state_name(cm_state s);
 
-#define ROCEFAB_CM_COUNTERS(X)                                                                                 \
-    X(mads_received)                                                                                           \
-    X(mads_sent)                                                                                               \
-    X(mads_malformed)      /* not a CM MAD we take: dropped */                                                 \
-    X(mads_unmatched)      /* no id expects it (a late retry, a stale connection): dropped */                   \
-    X(mads_retransmitted)                                                                                      \
-    X(req_rejected_no_listener)                                                                                \
-    X(connections_established)                                                                                 \
-    X(connect_timeouts)                                                                                        \
+#define ROCEFAB_CM_COUNTERS(X)                                                                                         \
+    X(mads_received)                                                                                                   \
+    X(mads_sent)                                                                                                       \
+    X(mads_malformed) /* not a CM MAD we take: dropped */                                                              \
+    X(mads_unmatched) /* no id expects it (a late retry, a stale connection): dropped */                               \
+    X(mads_retransmitted)                                                                                              \
+    X(req_rejected_no_listener)                                                                                        \
+    X(connections_established)                                                                                         \
+    X(connect_timeouts)                                                                                                \
     X(sidr_resolved)
 
 struct cm_counters {
@@ -190,12 +190,12 @@ private:
     // Sends `mad` from the id's port; `retry` keeps it for retransmission until `timeout`.
     void send(cm_id& id, const cm_mad& mad, sim_time now, sim_time timeout = 0, int retries = 0);
     void send_to(std::size_t port, const wire::ipv6_address& destination, std::uint32_t qpn, const cm_mad& mad);
-    void send_rej(std::size_t port, const wire::ipv6_address& destination, std::uint32_t qpn, std::uint32_t local_comm_id,
-                  std::uint32_t remote_comm_id, std::uint64_t tid, message_kind rejected, reject_reason reason,
-                  const std::uint8_t* private_data = nullptr, std::size_t length = 0);
+    void send_rej(std::size_t port, const wire::ipv6_address& destination, std::uint32_t qpn,
+                  std::uint32_t local_comm_id, std::uint32_t remote_comm_id, std::uint64_t tid, message_kind rejected,
+                  reject_reason reason, const std::uint8_t* private_data = nullptr, std::size_t length = 0);
     void event(cm_id& id, std::uint32_t type, int status, const std::uint8_t* private_data = nullptr,
-               std::size_t private_length = 0, std::uint32_t listen_id = 0, const cm_protocol::conn_params* conn = nullptr,
-               const cm_protocol::ud_params* ud = nullptr);
+               std::size_t private_length = 0, std::uint32_t listen_id = 0,
+               const cm_protocol::conn_params* conn = nullptr, const cm_protocol::ud_params* ud = nullptr);
     cm_id* find(std::uint32_t handle);
     cm_id* find_by_comm_id(std::uint32_t comm_id);
     cm_id* find_listener(std::size_t port, std::uint16_t port_space, std::uint16_t port_number, std::uint32_t ipv4);

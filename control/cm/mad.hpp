@@ -25,10 +25,10 @@ inline constexpr std::size_t cm_data_size = 232;
 
 // IBA 13.4.3 (Table 145): the common MAD header.
 struct mad_header {
-    std::uint8_t base_version;   // 1
-    std::uint8_t mgmt_class;     // 0x07: communication management
-    std::uint8_t class_version;  // 2 for the CM
-    std::uint8_t method;         // R (1) | method (7)
+    std::uint8_t base_version;  // 1
+    std::uint8_t mgmt_class;    // 0x07: communication management
+    std::uint8_t class_version; // 2 for the CM
+    std::uint8_t method;        // R (1) | method (7)
     be16 status;
     be16 class_specific;
     be64 transaction_id;
@@ -84,16 +84,16 @@ struct req_msg {
     // starting PSN (24) | local CM response timeout (5) | retry count (3)
     be32 psn_local_timeout_retry;
     be16 pkey;
-    std::uint8_t mtu_rdc_rnr;           // path MTU (4) | RDC exists (1) | RNR retry count (3)
-    std::uint8_t max_retries_srq_ext;   // max CM retries (4) | SRQ (1) | extended transport type (3)
+    std::uint8_t mtu_rdc_rnr;         // path MTU (4) | RDC exists (1) | RNR retry count (3)
+    std::uint8_t max_retries_srq_ext; // max CM retries (4) | SRQ (1) | extended transport type (3)
     be16 primary_local_lid;
     be16 primary_remote_lid;
     std::array<std::uint8_t, 16> primary_local_gid;
     std::array<std::uint8_t, 16> primary_remote_gid;
-    be32 primary_flow_label_rate;       // flow label (20) | reserved (6) | packet rate (6)
+    be32 primary_flow_label_rate; // flow label (20) | reserved (6) | packet rate (6)
     std::uint8_t primary_traffic_class;
     std::uint8_t primary_hop_limit;
-    std::uint8_t primary_sl_subnet_local; // SL (4) | subnet local (1) | reserved (3)
+    std::uint8_t primary_sl_subnet_local;   // SL (4) | subnet local (1) | reserved (3)
     std::uint8_t primary_local_ack_timeout; // local ACK timeout (5) | reserved (3)
     std::array<std::uint8_t, 44> alternate_path;
     std::array<std::uint8_t, 92> private_data;
@@ -109,7 +109,8 @@ struct req_msg {
     std::uint8_t local_cm_response_timeout() const { return psn_local_timeout_retry.load() >> 3 & 31; }
     std::uint8_t retry_count() const { return psn_local_timeout_retry.load() & 7; }
     void set_psn_timeout_retry(std::uint32_t psn, std::uint8_t timeout, std::uint8_t retry) {
-        psn_local_timeout_retry.store((psn & 0xffffff) << 8 | static_cast<std::uint32_t>(timeout & 31) << 3 | (retry & 7));
+        psn_local_timeout_retry.store((psn & 0xffffff) << 8 | static_cast<std::uint32_t>(timeout & 31) << 3 |
+                                      (retry & 7));
     }
     std::uint8_t path_mtu() const { return mtu_rdc_rnr >> 4; }
     std::uint8_t rnr_retry_count() const { return mtu_rdc_rnr & 7; }
@@ -145,7 +146,7 @@ static_assert(sizeof(mra_msg) == cm_data_size);
 struct rej_msg {
     be32 local_comm_id;
     be32 remote_comm_id;
-    std::uint8_t message_rejected;  // (2) | reserved (6)
+    std::uint8_t message_rejected;   // (2) | reserved (6)
     std::uint8_t reject_info_length; // (7) | reserved (1)
     be16 reason;
     std::array<std::uint8_t, 72> additional_reject_info;
@@ -184,9 +185,9 @@ struct rep_msg {
     be32 local_comm_id;
     be32 remote_comm_id;
     be32 local_qkey;
-    high24_low8 local_qpn;      // QPN (24) | reserved (8)
+    high24_low8 local_qpn; // QPN (24) | reserved (8)
     high24_low8 local_eecn;
-    high24_low8 starting_psn;   // PSN (24) | reserved (8)
+    high24_low8 starting_psn; // PSN (24) | reserved (8)
     std::uint8_t responder_resources;
     std::uint8_t initiator_depth;
     std::uint8_t ack_delay_failover_flow; // target ACK delay (5) | failover accepted (2) | end-to-end flow control (1)
@@ -267,13 +268,11 @@ struct cm_mad {
     mad_header header;
     std::array<std::uint8_t, cm_data_size> data;
 
-    template <typename Msg>
-    Msg& as() {
+    template <typename Msg> Msg& as() {
         static_assert(sizeof(Msg) == cm_data_size);
         return *reinterpret_cast<Msg*>(data.data());
     }
-    template <typename Msg>
-    const Msg& as() const {
+    template <typename Msg> const Msg& as() const {
         static_assert(sizeof(Msg) == cm_data_size);
         return *reinterpret_cast<const Msg*>(data.data());
     }
@@ -284,10 +283,10 @@ static_assert(sizeof(cm_mad) == mad_size);
 // IP-based service ID (IBA Annex A11, "RDMA IP CM Service"), it carries the addresses. The
 // consumer's private data follows it.
 struct cma_header {
-    std::uint8_t cma_version;  // 0x00
-    std::uint8_t ip_version;   // (4) in the high nibble: 4 or 6
+    std::uint8_t cma_version; // 0x00
+    std::uint8_t ip_version;  // (4) in the high nibble: 4 or 6
     be16 source_port;
-    std::array<std::uint8_t, 16> source_address;      // IPv4: in the last 4 bytes
+    std::array<std::uint8_t, 16> source_address; // IPv4: in the last 4 bytes
     std::array<std::uint8_t, 16> destination_address;
 } __attribute__((packed));
 static_assert(sizeof(cma_header) == 36);

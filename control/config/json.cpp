@@ -75,12 +75,8 @@ nlohmann::ordered_json to_json_value(const topology& fabric) {
                            {"reorder_delay_ns", link.params.faults.reorder_delay}}},
                          {"line", link.line}});
 
-    return {{"fabric", fabric.name},
-            {"source_file", fabric.source_file},
-            {"seed", fabric.seed},
-            {"hosts", std::move(hosts)},
-            {"switches", std::move(switches)},
-            {"links", std::move(links)}};
+    return {{"fabric", fabric.name},     {"source_file", fabric.source_file}, {"seed", fabric.seed},
+            {"hosts", std::move(hosts)}, {"switches", std::move(switches)},   {"links", std::move(links)}};
 }
 
 std::string to_json(const topology& fabric) { return to_json_value(fabric).dump(2); }

@@ -69,8 +69,12 @@ std::string address_only(const ip_prefix& prefix) {
 
 wire::mac_address generated_mac(std::uint8_t kind, std::size_t node, std::size_t port) {
     wire::mac_address mac;
-    mac.bytes = {0x02, kind, static_cast<std::uint8_t>((node + 1) >> 8), static_cast<std::uint8_t>(node + 1),
-                 static_cast<std::uint8_t>((port + 1) >> 8), static_cast<std::uint8_t>(port + 1)};
+    mac.bytes = {0x02,
+                 kind,
+                 static_cast<std::uint8_t>((node + 1) >> 8),
+                 static_cast<std::uint8_t>(node + 1),
+                 static_cast<std::uint8_t>((port + 1) >> 8),
+                 static_cast<std::uint8_t>(port + 1)};
     return mac;
 }
 constexpr std::uint8_t nic_mac_kind = 0x01;
@@ -123,7 +127,8 @@ public:
             _reader.fail(root, "",
                          "expected a mapping with the keys fabric, defaults, switches, hosts, links, seed; got " +
                              describe_type(root));
-        std::vector<std::string> top_keys = {"fabric", "defaults", "switches", "hosts", "links", "seed", "nic", "daemon"};
+        std::vector<std::string> top_keys = {"fabric", "defaults", "switches", "hosts",
+                                             "links",  "seed",     "nic",      "daemon"};
         top_keys.insert(top_keys.end(), _extra_keys.begin(), _extra_keys.end());
         const yaml_mapping top = _reader.expect_map(root, "", top_keys);
 
@@ -177,8 +182,9 @@ private:
         }
         if (!fits)
             _reader.fail(node, "seed",
-                         "bad seed '" + text + "'; expected a whole number from 0 to 18446744073709551615 (the same "
-                         "seed injects the same faults)");
+                         "bad seed '" + text +
+                             "'; expected a whole number from 0 to 18446744073709551615 (the same "
+                             "seed injects the same faults)");
         return seed;
     }
 
@@ -205,7 +211,8 @@ private:
             switch_config sw;
             sw.name = expect_name(name_node, m.child_path("name"));
             claim_name(sw.name, name_node, m.child_path("name"), endpoint::switch_port, s);
-            if (const yaml_entry* e = m.find("qos")) sw.qos = sections::read_qos(_reader, e->value, m.child_path("qos"));
+            if (const yaml_entry* e = m.find("qos"))
+                sw.qos = sections::read_qos(_reader, e->value, m.child_path("qos"));
             if (const yaml_entry* e = m.find("buffer"))
                 sw.buffer = sections::read_buffer(_reader, e->value, m.child_path("buffer"));
             // Interfaces and routes name ports, which exist only once the links are read.
@@ -233,7 +240,8 @@ private:
                                                    pending.adaptive_interfaces->second, out, s);
             } else {
                 for (std::size_t p = 0; p < sw.ports.size(); ++p)
-                    sw.ports[p].adaptive_routing = out.peer_of({endpoint::switch_port, s, p}).kind == endpoint::switch_port;
+                    sw.ports[p].adaptive_routing =
+                        out.peer_of({endpoint::switch_port, s, p}).kind == endpoint::switch_port;
             }
             if (pending.routes)
                 sw.static_routes =
@@ -283,11 +291,13 @@ private:
         const auto prefix = parse_ip_prefix(text);
         if (!prefix)
             _reader.fail(address_node, m.child_path("address"),
-                         "bad address '" + text + "'; expected ADDRESS/LENGTH in CIDR notation, IPv4 (e.g. "
-                         "10.0.0.1/24, length 0-32) or IPv6 (e.g. fd00::1/64, length 0-128)");
+                         "bad address '" + text +
+                             "'; expected ADDRESS/LENGTH in CIDR notation, IPv4 (e.g. "
+                             "10.0.0.1/24, length 0-32) or IPv6 (e.g. fd00::1/64, length 0-128)");
         check_usable(*prefix, address_node, m.child_path("address"));
         const std::string owner = host.name + "/" + nic.name;
-        const auto [used, fresh] = _addresses.emplace(prefix->address, std::pair{owner, position_of(address_node).line});
+        const auto [used, fresh] =
+            _addresses.emplace(prefix->address, std::pair{owner, position_of(address_node).line});
         if (!fresh)
             _reader.fail(address_node, m.child_path("address"),
                          "duplicate address " + address_only(*prefix) + ": already used by " + used->second.first +
@@ -298,12 +308,14 @@ private:
             const std::string mac_text = _reader.expect_scalar(e->value, m.child_path("mac"), "02:00:00:00:00:01");
             if (!parse_mac_strictly(mac_text, nic.mac))
                 _reader.fail(e->value, m.child_path("mac"),
-                             "bad MAC '" + mac_text + "'; expected six two-digit hex bytes separated by ':' "
-                             "(e.g. 02:00:00:00:00:01)");
+                             "bad MAC '" + mac_text +
+                                 "'; expected six two-digit hex bytes separated by ':' "
+                                 "(e.g. 02:00:00:00:00:01)");
             if (nic.mac.is_multicast() || nic.mac == wire::mac_address{})
                 _reader.fail(e->value, m.child_path("mac"),
-                             "MAC " + mac_text + " cannot be a NIC address: it must be unicast (first byte even) "
-                             "and not all zeros");
+                             "MAC " + mac_text +
+                                 " cannot be a NIC address: it must be unicast (first byte even) "
+                                 "and not all zeros");
             state.mac_node = e->value;
         }
         _nics.back().push_back(std::move(state));
@@ -328,7 +340,8 @@ private:
 
     // --- links ---
 
-    endpoint resolve(const YAML::Node& node, const std::string& path, const topology& out, std::size_t link, bool on_a) {
+    endpoint resolve(const YAML::Node& node, const std::string& path, const topology& out, std::size_t link,
+                     bool on_a) {
         const std::string text = _reader.expect_scalar(node, path, "h1/rfab0");
         const auto slash = text.find('/');
         if (slash == std::string::npos || slash == 0 || slash + 1 == text.size() ||
@@ -413,8 +426,7 @@ private:
         for (std::size_t h = 0; h < out.hosts.size(); ++h)
             for (std::size_t n = 0; n < out.hosts[h].nics.size(); ++n)
                 if (_nics[h][n].link == not_linked)
-                    _reader.fail(_nics[h][n].node,
-                                 "hosts[" + std::to_string(h) + "].nics[" + std::to_string(n) + "]",
+                    _reader.fail(_nics[h][n].node, "hosts[" + std::to_string(h) + "].nics[" + std::to_string(n) + "]",
                                  "NIC '" + out.hosts[h].name + "/" + out.hosts[h].nics[n].name +
                                      "' is not linked; add it to links: (e.g. - { a: " + out.hosts[h].name + "/" +
                                      out.hosts[h].nics[n].name + ", b: " +
@@ -428,7 +440,8 @@ private:
         for (std::size_t s = 0; s < out.switches.size(); ++s) {
             if (!_ports[s].empty()) continue;
             const std::string& name = out.switches[s].name;
-            const std::string peer = out.switches.size() > 1 ? out.switches[s == 0 ? 1 : 0].name + "/swp32" : "h1/rfab1";
+            const std::string peer =
+                out.switches.size() > 1 ? out.switches[s == 0 ? 1 : 0].name + "/swp32" : "h1/rfab1";
             _reader.fail(_pending_switches[s].node, "switches[" + std::to_string(s) + "]",
                          "switch '" + name + "' is not linked, so it has no ports; add it to links: (e.g. - { a: " +
                              name + "/swp1, b: " + peer + " }) or remove it");
@@ -447,7 +460,8 @@ private:
             }
         }
         for (std::size_t h = 0; h < out.hosts.size(); ++h)
-            for (std::size_t n = 0; n < out.hosts[h].nics.size(); ++n) out.hosts[h].nics[n].link_index = _nics[h][n].link;
+            for (std::size_t n = 0; n < out.hosts[h].nics.size(); ++n)
+                out.hosts[h].nics[n].link_index = _nics[h][n].link;
     }
 
     void assign_macs(topology& out) const {
@@ -493,7 +507,7 @@ private:
     std::map<std::string, named_node> _names;
     std::vector<std::vector<nic_state>> _nics;     // per host, per NIC
     std::vector<std::vector<pending_port>> _ports; // per switch, in order of appearance
-    std::vector<pending_switch> _pending_switches;  // per switch
+    std::vector<pending_switch> _pending_switches; // per switch
     std::map<wire::ipv6_address, std::pair<std::string, int>> _addresses;
 };
 
@@ -503,8 +517,8 @@ bool parse_topology(const std::string& yaml_text, const std::string& file_name, 
     return parse_topology(yaml_text, file_name, {}, out, error);
 }
 
-bool parse_topology(const std::string& yaml_text, const std::string& file_name, const std::vector<std::string>& extra_keys,
-                    topology& out, config_error& error) {
+bool parse_topology(const std::string& yaml_text, const std::string& file_name,
+                    const std::vector<std::string>& extra_keys, topology& out, config_error& error) {
     try {
         const YAML::Node root = YAML::Load(yaml_text);
         loader(file_name, extra_keys).load(root, out);

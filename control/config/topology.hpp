@@ -79,8 +79,8 @@ inline constexpr std::uint32_t default_link_mtu = 4200;
 // 9216 is the largest MTU Spectrum switches accept; 256 the smallest RoCE path MTU.
 inline constexpr std::uint32_t min_link_mtu = 256;
 inline constexpr std::uint32_t max_link_mtu = 9216;
-inline constexpr std::uint64_t min_link_speed_bps = 1'000'000;             // 1M
-inline constexpr std::uint64_t max_link_speed_bps = 1'600'000'000'000;     // 1.6T
+inline constexpr std::uint64_t min_link_speed_bps = 1'000'000;         // 1M
+inline constexpr std::uint64_t max_link_speed_bps = 1'600'000'000'000; // 1.6T
 inline constexpr sim_time max_link_delay = milliseconds(100);
 
 // Fault injection on both directions of a link (dataplane/link.hpp's link_faults).
@@ -125,7 +125,6 @@ struct host_config {
     nic_settings nic; // the nic: section's, with nic.hosts.NAME's trust and dcqcn on top
 };
 
-
 struct port_config {
     std::string name;
     // 02:02:SS:SS:PP:PP with SSSS = switch index + 1 and PPPP = port index + 1.
@@ -135,8 +134,8 @@ struct port_config {
 };
 
 struct route {
-    ip_prefix destination;                       // a /32 or /128 host route, or a static route's prefix
-    std::vector<std::size_t> egress_ports;       // switch port indices, ascending (the ECMP set)
+    ip_prefix destination;                        // a /32 or /128 host route, or a static route's prefix
+    std::vector<std::size_t> egress_ports;        // switch port indices, ascending (the ECMP set)
     std::vector<wire::mac_address> next_hop_macs; // one per egress port: the MAC at the other end of its link
 };
 
@@ -209,9 +208,9 @@ struct topology {
 
 struct config_error {
     std::string file;
-    int line = 0;   // 1-based; 0 when the problem has no place in the file (file not found)
-    int column = 0; // 1-based
-    std::string key;  // path such as "links[1].b" (indices 0-based); empty for file-level problems
+    int line = 0;    // 1-based; 0 when the problem has no place in the file (file not found)
+    int column = 0;  // 1-based
+    std::string key; // path such as "links[1].b" (indices 0-based); empty for file-level problems
     std::string message;
 
     // "FILE:LINE:COLUMN: KEY: MESSAGE", e.g.
@@ -227,8 +226,8 @@ bool load_topology(const std::string& path, topology& out, config_error& error);
 bool parse_topology(const std::string& yaml_text, const std::string& file_name, topology& out, config_error& error);
 // The same, for a file that also holds other top-level sections (a simulation scenario's
 // `traffic:`): `extra_keys` are accepted at the top level and left to their own reader.
-bool parse_topology(const std::string& yaml_text, const std::string& file_name, const std::vector<std::string>& extra_keys,
-                    topology& out, config_error& error);
+bool parse_topology(const std::string& yaml_text, const std::string& file_name,
+                    const std::vector<std::string>& extra_keys, topology& out, config_error& error);
 // Reads a whole file, or says why it cannot (file name, "cannot read: ...").
 bool read_config_file(const std::string& path, std::string& text, config_error& error);
 

@@ -25,8 +25,8 @@ std::string describe_type(const YAML::Node& node) {
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
     std::string text;
     for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i == 10 && items.size() > 12) return text + std::string(separator) + "... " +
-                                                 std::to_string(items.size() - 10) + " more";
+        if (i == 10 && items.size() > 12)
+            return text + std::string(separator) + "... " + std::to_string(items.size() - 10) + " more";
         if (i) text += separator;
         text += items[i];
     }
@@ -160,8 +160,9 @@ double yaml_reader::expect_probability(const YAML::Node& node, const std::string
     const auto value = parse_probability(text);
     if (!value)
         fail(node, path,
-             "bad " + what + " '" + text + "'; expected a probability from 0 to 1, as a fraction (e.g. 0.01) or a "
-             "percentage (e.g. 1%, 0.1%)");
+             "bad " + what + " '" + text +
+                 "'; expected a probability from 0 to 1, as a fraction (e.g. 0.01) or a "
+                 "percentage (e.g. 1%, 0.1%)");
     if (*value > 1.0) fail(node, path, what + " " + text + " is out of range; expected 0 to 1 (0% to 100%)");
     return *value;
 }

@@ -10,11 +10,11 @@
 namespace rocefab::wire {
 
 struct bth {
-    std::uint8_t opcode_byte;      // transport (3) | operation (5), IBA 9.2.1 Table 39
-    std::uint8_t flags;            // SE (1) | M (1) | PadCnt (2) | TVer (4)
+    std::uint8_t opcode_byte; // transport (3) | operation (5), IBA 9.2.1 Table 39
+    std::uint8_t flags;       // SE (1) | M (1) | PadCnt (2) | TVer (4)
     be16 partition_key;
-    be32 fecn_becn_qpn;            // FECN (1) | BECN (1) | reserved (6) | DestQP (24)
-    be32 ack_psn;                  // AckReq (1) | reserved (7) | PSN (24)
+    be32 fecn_becn_qpn; // FECN (1) | BECN (1) | reserved (6) | DestQP (24)
+    be32 ack_psn;       // AckReq (1) | reserved (7) | PSN (24)
 
     static constexpr std::uint8_t se_bit = 0x80;
     static constexpr std::uint8_t migreq_bit = 0x40;

@@ -8,16 +8,18 @@
 
 namespace rocefab::wire {
 
-template <typename Int>
-constexpr Int byte_swap(Int v) {
-    if constexpr (sizeof(Int) == 2) return __builtin_bswap16(v);
-    else if constexpr (sizeof(Int) == 4) return __builtin_bswap32(v);
-    else if constexpr (sizeof(Int) == 8) return __builtin_bswap64(v);
-    else return v;
+template <typename Int> constexpr Int byte_swap(Int v) {
+    if constexpr (sizeof(Int) == 2)
+        return __builtin_bswap16(v);
+    else if constexpr (sizeof(Int) == 4)
+        return __builtin_bswap32(v);
+    else if constexpr (sizeof(Int) == 8)
+        return __builtin_bswap64(v);
+    else
+        return v;
 }
 
-template <typename Int>
-class big_endian {
+template <typename Int> class big_endian {
 public:
     constexpr big_endian() = default;
     constexpr explicit big_endian(Int host) { store(host); }

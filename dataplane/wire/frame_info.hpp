@@ -21,11 +21,11 @@ namespace rocefab::wire {
 // fields are filled in, so that a caller can check them first (the RoCE parser rejects a
 // fragment, is_fragment(), or a non-UDP packet before it looks at lengths).
 enum class frame_status : std::uint8_t {
-    ip,                 // an IPv4 or IPv6 datagram, whole within the frame (Ethernet padding may follow)
-    not_ip,             // neither IPv4 nor IPv6 behind Ethernet [802.1Q]: frame_info::ether_type says what
-    truncated_l2,       // the frame ends within Ethernet or its 802.1Q tag
-    truncated_l3,       // the frame ends within the IP header
-    bad_ip_header,      // wrong IP version, or IPv4 IHL < 5
+    ip,            // an IPv4 or IPv6 datagram, whole within the frame (Ethernet padding may follow)
+    not_ip,        // neither IPv4 nor IPv6 behind Ethernet [802.1Q]: frame_info::ether_type says what
+    truncated_l2,  // the frame ends within Ethernet or its 802.1Q tag
+    truncated_l3,  // the frame ends within the IP header
+    bad_ip_header, // wrong IP version, or IPv4 IHL < 5
     bad_ip_checksum,
     bad_ip_length,      // IPv4 total length shorter than its own header
     truncated_datagram, // the frame ends before the datagram its IP header announces
@@ -41,14 +41,14 @@ struct frame_info {
     std::uint16_t ether_type; // behind the tag, if any
     std::uint16_t vid;        // meaningful only when vlan_tagged
     bool vlan_tagged;
-    std::uint8_t pcp;         // meaningful only when vlan_tagged
+    std::uint8_t pcp; // meaningful only when vlan_tagged
     bool v6;
     // IPv4 TOS or IPv6 traffic class: DSCP (6) | ECN (2), kept whole as the header has it (one
     // load and one store for the switch). Read as soon as the frame holds the IP header's first
     // two bytes, before any check: a port buffer classifies a frame before its IP header is validated.
     std::uint8_t traffic_class;
-    std::uint8_t hop_limit;   // IPv4 TTL or IPv6 hop limit
-    std::uint8_t protocol;    // IPv4 protocol or IPv6 next header
+    std::uint8_t hop_limit; // IPv4 TTL or IPv6 hop limit
+    std::uint8_t protocol;  // IPv4 protocol or IPv6 next header
     // UDP ports in host order, as the switch's ECMP hash reads them. 0 when not UDP; when the
     // datagram is too short for a UDP header (a router does not validate L4: such a packet is
     // still routed, it hashes as port 0); in an IPv4 fragment (a later fragment has no UDP
@@ -59,14 +59,13 @@ struct frame_info {
     std::uint16_t destination_port;
 
     std::uint8_t dscp() const { return traffic_class >> 2; }
-    std::uint8_t ecn() const { return traffic_class & 3; } // wire::ecn
+    std::uint8_t ecn() const { return traffic_class & 3; }                    // wire::ecn
     std::size_t l3_end() const { return std::size_t(l3_offset) + l3_length; } // where the datagram ends
 };
 
 // Typed view of the header at `offset`, or nullptr when the frame ends before the header does.
 // Offsets here are header offsets, far below any size_t overflow.
-template <typename Header>
-inline const Header* header_at(std::span<const std::uint8_t> frame, std::size_t offset) {
+template <typename Header> inline const Header* header_at(std::span<const std::uint8_t> frame, std::size_t offset) {
     if (offset + sizeof(Header) > frame.size()) return nullptr;
     return reinterpret_cast<const Header*>(frame.data() + offset);
 }
@@ -83,7 +82,7 @@ namespace detail {
 // An IPv4 header of `header_length` bytes at out.l3_offset that lies within the frame. Once its
 // total length is known to fit the frame too, so does a UDP header within it, read unchecked.
 [[gnu::always_inline]] inline frame_status take_ipv4(std::span<const std::uint8_t> frame, const ipv4_header& ip,
-                                                    std::size_t header_length, frame_info& out) {
+                                                     std::size_t header_length, frame_info& out) {
     if (!ip.checksum_ok()) return frame_status::bad_ip_checksum;
     const std::uint32_t total_length = ip.total_length.load();
     out.l4_offset = static_cast<std::uint16_t>(out.l3_offset + header_length);
@@ -93,8 +92,7 @@ namespace detail {
     if (total_length < header_length) return frame_status::bad_ip_length;
     // Ethernet pads short frames to 60 bytes, so the frame may be longer than the packet, never shorter.
     if (out.l3_offset + total_length > frame.size()) return frame_status::truncated_datagram;
-    if (ip.protocol == ip_protocol::udp && total_length >= header_length + sizeof(udp_header) &&
-        !is_fragment(ip)) {
+    if (ip.protocol == ip_protocol::udp && total_length >= header_length + sizeof(udp_header) && !is_fragment(ip)) {
         const auto* udp = reinterpret_cast<const udp_header*>(frame.data() + out.l4_offset);
         out.source_port = udp->source_port.load();
         out.destination_port = udp->destination_port.load();
@@ -118,7 +116,8 @@ namespace detail {
 // parse_ipv4_any() for the header every RoCEv2 packet has, 20 bytes without options, inline.
 [[gnu::always_inline]] inline frame_status parse_ipv4(std::span<const std::uint8_t> frame, frame_info& out) {
     const auto* ip = header_at<ipv4_header>(frame, out.l3_offset);
-    if (!ip || ip->version_ihl != 0x45) [[unlikely]] return parse_ipv4_any(frame, out);
+    if (!ip || ip->version_ihl != 0x45) [[unlikely]]
+        return parse_ipv4_any(frame, out);
     out.traffic_class = ip->tos;
     return take_ipv4(frame, *ip, sizeof(ipv4_header), out);
 }

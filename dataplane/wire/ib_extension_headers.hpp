@@ -25,9 +25,7 @@ struct aeth {
     constexpr void set_syndrome(std::uint8_t s) {
         syndrome_msn.store(std::uint32_t(s) << 24 | (syndrome_msn.load() & mask24));
     }
-    constexpr void set_msn(std::uint32_t msn) {
-        syndrome_msn.store((syndrome_msn.load() & ~mask24) | (msn & mask24));
-    }
+    constexpr void set_msn(std::uint32_t msn) { syndrome_msn.store((syndrome_msn.load() & ~mask24) | (msn & mask24)); }
 } __attribute__((packed));
 static_assert(sizeof(aeth) == 4);
 

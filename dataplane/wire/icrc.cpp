@@ -55,9 +55,8 @@ std::uint32_t crc_update_sliced(std::uint32_t crc, const std::uint8_t* p, std::s
             hi = __builtin_bswap32(hi);
         }
         lo ^= crc;
-        crc = tables[7][lo & 0xff] ^ tables[6][(lo >> 8) & 0xff] ^ tables[5][(lo >> 16) & 0xff] ^
-              tables[4][lo >> 24] ^ tables[3][hi & 0xff] ^ tables[2][(hi >> 8) & 0xff] ^
-              tables[1][(hi >> 16) & 0xff] ^ tables[0][hi >> 24];
+        crc = tables[7][lo & 0xff] ^ tables[6][(lo >> 8) & 0xff] ^ tables[5][(lo >> 16) & 0xff] ^ tables[4][lo >> 24] ^
+              tables[3][hi & 0xff] ^ tables[2][(hi >> 8) & 0xff] ^ tables[1][(hi >> 16) & 0xff] ^ tables[0][hi >> 24];
         p += 8;
         n -= 8;
     }
@@ -90,8 +89,7 @@ ROCEFAB_FOLDING_TARGET inline __m128i load(const std::uint8_t* at) {
 
 // `a` times x^(128+-32) (the two halves of `k`), added onto the 16 bytes `next` that follow it.
 ROCEFAB_FOLDING_TARGET inline __m128i fold(__m128i a, __m128i k, __m128i next) {
-    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11)),
-                         next);
+    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11)), next);
 }
 
 ROCEFAB_FOLDING_TARGET std::uint32_t crc_update_folded(std::uint32_t crc, const std::uint8_t* p, std::size_t n) {

@@ -40,8 +40,7 @@ constexpr void store_icrc(std::uint8_t* at, std::uint32_t icrc) {
 }
 
 constexpr std::uint32_t load_icrc(const std::uint8_t* at) {
-    return std::uint32_t(at[0]) | std::uint32_t(at[1]) << 8 | std::uint32_t(at[2]) << 16 |
-           std::uint32_t(at[3]) << 24;
+    return std::uint32_t(at[0]) | std::uint32_t(at[1]) << 8 | std::uint32_t(at[2]) << 16 | std::uint32_t(at[3]) << 24;
 }
 
 } // namespace rocefab::wire

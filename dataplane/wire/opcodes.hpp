@@ -75,10 +75,10 @@ inline constexpr std::uint32_t immdt = 1u << 3;
 inline constexpr std::uint32_t ieth = 1u << 4;
 inline constexpr std::uint32_t atomic_eth = 1u << 5;
 inline constexpr std::uint32_t atomic_ack_eth = 1u << 6;
-inline constexpr std::uint32_t payload = 1u << 7;     // may carry payload bytes
-inline constexpr std::uint32_t request = 1u << 8;     // requester to responder
-inline constexpr std::uint32_t response = 1u << 9;    // responder to requester (ACKs, read responses)
-inline constexpr std::uint32_t ack = response;        // rxe's name for the same thing
+inline constexpr std::uint32_t payload = 1u << 7;  // may carry payload bytes
+inline constexpr std::uint32_t request = 1u << 8;  // requester to responder
+inline constexpr std::uint32_t response = 1u << 9; // responder to requester (ACKs, read responses)
+inline constexpr std::uint32_t ack = response;     // rxe's name for the same thing
 inline constexpr std::uint32_t first = 1u << 10;
 inline constexpr std::uint32_t middle = 1u << 11;
 inline constexpr std::uint32_t last = 1u << 12;
@@ -98,7 +98,7 @@ struct opcode_info {
     bool valid = false;
     ib_transport transport = ib_transport::none;
     std::uint32_t mask = 0;
-    std::uint8_t header_length = 0; // BTH + extension headers
+    std::uint8_t header_length = 0;                         // BTH + extension headers
     std::array<std::uint8_t, ext_header_count> offset_of{}; // from the start of the BTH; 0 if absent
 
     constexpr bool has(std::uint32_t bits) const { return (mask & bits) == bits; }
@@ -145,18 +145,18 @@ constexpr void add_send_and_write(std::array<opcode_info, 256>& t, std::uint8_t 
     namespace m = opcode_mask;
     constexpr std::uint32_t sq = m::request | m::payload;
     const std::uint32_t masks[12] = {
-        sq | m::send | m::first,                                        // SEND_FIRST
-        sq | m::send | m::middle,                                       // SEND_MIDDLE
-        sq | m::send | m::last | m::solicitable,                        // SEND_LAST
-        sq | m::send | m::last | m::immdt | m::solicitable,             // SEND_LAST_WITH_IMMEDIATE
-        sq | m::send | m::only | m::solicitable,                        // SEND_ONLY
-        sq | m::send | m::only | m::immdt | m::solicitable,             // SEND_ONLY_WITH_IMMEDIATE
-        sq | m::write | m::first | m::reth,                             // RDMA_WRITE_FIRST
-        sq | m::write | m::middle,                                      // RDMA_WRITE_MIDDLE
-        sq | m::write | m::last,                                        // RDMA_WRITE_LAST
-        sq | m::write | m::last | m::immdt | m::solicitable,            // RDMA_WRITE_LAST_WITH_IMMEDIATE
-        sq | m::write | m::only | m::reth,                              // RDMA_WRITE_ONLY
-        sq | m::write | m::only | m::reth | m::immdt | m::solicitable,  // RDMA_WRITE_ONLY_WITH_IMMEDIATE
+        sq | m::send | m::first,                                       // SEND_FIRST
+        sq | m::send | m::middle,                                      // SEND_MIDDLE
+        sq | m::send | m::last | m::solicitable,                       // SEND_LAST
+        sq | m::send | m::last | m::immdt | m::solicitable,            // SEND_LAST_WITH_IMMEDIATE
+        sq | m::send | m::only | m::solicitable,                       // SEND_ONLY
+        sq | m::send | m::only | m::immdt | m::solicitable,            // SEND_ONLY_WITH_IMMEDIATE
+        sq | m::write | m::first | m::reth,                            // RDMA_WRITE_FIRST
+        sq | m::write | m::middle,                                     // RDMA_WRITE_MIDDLE
+        sq | m::write | m::last,                                       // RDMA_WRITE_LAST
+        sq | m::write | m::last | m::immdt | m::solicitable,           // RDMA_WRITE_LAST_WITH_IMMEDIATE
+        sq | m::write | m::only | m::reth,                             // RDMA_WRITE_ONLY
+        sq | m::write | m::only | m::reth | m::immdt | m::solicitable, // RDMA_WRITE_ONLY_WITH_IMMEDIATE
     };
     for (std::uint8_t i = 0; i < 12; ++i) t[base + i] = make_opcode(names[i], tr, masks[i]);
 }
@@ -164,14 +164,18 @@ constexpr void add_send_and_write(std::array<opcode_info, 256>& t, std::uint8_t 
 constexpr std::array<opcode_info, 256> make_opcode_table() {
     namespace m = opcode_mask;
     std::array<opcode_info, 256> t{};
-    constexpr const char* rc_names[12] = {
-        "RC_SEND_FIRST", "RC_SEND_MIDDLE", "RC_SEND_LAST", "RC_SEND_LAST_WITH_IMMEDIATE", "RC_SEND_ONLY",
-        "RC_SEND_ONLY_WITH_IMMEDIATE", "RC_RDMA_WRITE_FIRST", "RC_RDMA_WRITE_MIDDLE", "RC_RDMA_WRITE_LAST",
-        "RC_RDMA_WRITE_LAST_WITH_IMMEDIATE", "RC_RDMA_WRITE_ONLY", "RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE"};
-    constexpr const char* uc_names[12] = {
-        "UC_SEND_FIRST", "UC_SEND_MIDDLE", "UC_SEND_LAST", "UC_SEND_LAST_WITH_IMMEDIATE", "UC_SEND_ONLY",
-        "UC_SEND_ONLY_WITH_IMMEDIATE", "UC_RDMA_WRITE_FIRST", "UC_RDMA_WRITE_MIDDLE", "UC_RDMA_WRITE_LAST",
-        "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE", "UC_RDMA_WRITE_ONLY", "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE"};
+    constexpr const char* rc_names[12] = {"RC_SEND_FIRST",       "RC_SEND_MIDDLE",
+                                          "RC_SEND_LAST",        "RC_SEND_LAST_WITH_IMMEDIATE",
+                                          "RC_SEND_ONLY",        "RC_SEND_ONLY_WITH_IMMEDIATE",
+                                          "RC_RDMA_WRITE_FIRST", "RC_RDMA_WRITE_MIDDLE",
+                                          "RC_RDMA_WRITE_LAST",  "RC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+                                          "RC_RDMA_WRITE_ONLY",  "RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE"};
+    constexpr const char* uc_names[12] = {"UC_SEND_FIRST",       "UC_SEND_MIDDLE",
+                                          "UC_SEND_LAST",        "UC_SEND_LAST_WITH_IMMEDIATE",
+                                          "UC_SEND_ONLY",        "UC_SEND_ONLY_WITH_IMMEDIATE",
+                                          "UC_RDMA_WRITE_FIRST", "UC_RDMA_WRITE_MIDDLE",
+                                          "UC_RDMA_WRITE_LAST",  "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+                                          "UC_RDMA_WRITE_ONLY",  "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE"};
     add_send_and_write(t, 0x00, ib_transport::rc, rc_names);
     add_send_and_write(t, 0x20, ib_transport::uc, uc_names);
 
@@ -182,8 +186,7 @@ constexpr std::array<opcode_info, 256> make_opcode_table() {
     t[0x0f] = make_opcode("RC_RDMA_READ_RESPONSE_LAST", rc, m::response | m::read | m::last | m::aeth | m::payload);
     t[0x10] = make_opcode("RC_RDMA_READ_RESPONSE_ONLY", rc, m::response | m::read | m::only | m::aeth | m::payload);
     t[0x11] = make_opcode("RC_ACKNOWLEDGE", rc, m::response | m::only | m::aeth);
-    t[0x12] = make_opcode("RC_ATOMIC_ACKNOWLEDGE", rc,
-                          m::response | m::atomic | m::only | m::aeth | m::atomic_ack_eth);
+    t[0x12] = make_opcode("RC_ATOMIC_ACKNOWLEDGE", rc, m::response | m::atomic | m::only | m::aeth | m::atomic_ack_eth);
     t[0x13] = make_opcode("RC_COMPARE_SWAP", rc, m::request | m::atomic | m::only | m::atomic_eth);
     t[0x14] = make_opcode("RC_FETCH_ADD", rc, m::request | m::atomic | m::only | m::atomic_eth);
     t[0x16] = make_opcode("RC_SEND_LAST_WITH_INVALIDATE", rc,

@@ -19,8 +19,8 @@ inline constexpr std::uint64_t pfc_quantum_bits = 512;
 inline constexpr std::size_t pfc_frame_length = 60;
 
 struct pfc_frame {
-    ethernet_header ethernet;   // destination 01:80:c2:00:00:01, ether type 0x8808
-    be16 opcode;                // 0x0101
+    ethernet_header ethernet;    // destination 01:80:c2:00:00:01, ether type 0x8808
+    be16 opcode;                 // 0x0101
     be16 priority_enable_vector; // bits 15..8 reserved (0), bit n enables time[n]
     be16 quanta[pfc_priority_count];
 } __attribute__((packed));

@@ -34,8 +34,7 @@ void write_udp_checksum_ipv6(std::uint8_t* frame, std::size_t l3, std::size_t l4
     udp->checksum.store(checksum == 0 ? 0xffff : checksum); // 0 would mean "no checksum"
 }
 
-template <typename Header>
-void write_at(std::uint8_t* out, std::size_t offset, const Header& h) {
+template <typename Header> void write_at(std::uint8_t* out, std::size_t offset, const Header& h) {
     std::memcpy(out + offset, &h, sizeof h);
 }
 

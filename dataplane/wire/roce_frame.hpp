@@ -86,15 +86,15 @@ void seal_roce_frame(std::uint8_t* frame, const roce_layout& layout);
 
 enum class parse_error : std::uint8_t {
     none,
-    too_short,        // the frame ends before a header or before the IP datagram does
-    not_ip,           // ether type neither IPv4 nor IPv6
-    bad_ip_header,    // wrong version, IHL < 5, fragment
+    too_short,     // the frame ends before a header or before the IP datagram does
+    not_ip,        // ether type neither IPv4 nor IPv6
+    bad_ip_header, // wrong version, IHL < 5, fragment
     bad_ip_checksum,
-    not_udp,          // IP protocol / next header is not UDP (IPv6 extension headers included)
-    not_roce,         // UDP destination port is not 4791
-    bad_length,       // IP, UDP and BTH lengths disagree with each other or with the frame
-    bad_opcode,       // opcode not in the table
-    bad_bth,          // transport version not 0 (IBA 9.2.6)
+    not_udp,    // IP protocol / next header is not UDP (IPv6 extension headers included)
+    not_roce,   // UDP destination port is not 4791
+    bad_length, // IP, UDP and BTH lengths disagree with each other or with the frame
+    bad_opcode, // opcode not in the table
+    bad_bth,    // transport version not 0 (IBA 9.2.6)
     bad_icrc,
 };
 const char* to_string(parse_error e);
@@ -122,7 +122,7 @@ struct parsed_roce {
     const std::uint8_t* payload = nullptr;
     std::size_t payload_length = 0; // pad excluded
     std::uint8_t pad_count = 0;
-    std::size_t roce_length = 0;     // frame bytes up to and including the ICRC (Ethernet padding excluded)
+    std::size_t roce_length = 0; // frame bytes up to and including the ICRC (Ethernet padding excluded)
     std::uint32_t icrc = 0;
 };
 

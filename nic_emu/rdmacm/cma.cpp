@@ -169,7 +169,8 @@ void copy_sockaddr(sockaddr_storage& to, const sockaddr* from) {
 void apply_route(id_private* id, const proto::route_info& route) {
     rdma_cm_id& u = id->id;
     if (route.source.ss_family) std::memcpy(&u.route.addr.src_storage, &route.source, sizeof route.source);
-    if (route.destination.ss_family) std::memcpy(&u.route.addr.dst_storage, &route.destination, sizeof route.destination);
+    if (route.destination.ss_family)
+        std::memcpy(&u.route.addr.dst_storage, &route.destination, sizeof route.destination);
     if (route.node_guid) {
         if (cma_device* d = device_by_guid(route.node_guid)) {
             id->device = d;
@@ -418,7 +419,7 @@ int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, in
     r.timeout_ms = timeout_ms;
     proto::reply out;
     if (const int e = command(p->channel, r, out)) return set_errno(e);
-    copy_sockaddr(id->route.addr.dst_storage, dst_addr) ;
+    copy_sockaddr(id->route.addr.dst_storage, dst_addr);
     return complete(p);
 }
 
@@ -586,9 +587,10 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
         defaults.responder_resources = RDMA_MAX_RESP_RES;
         defaults.initiator_depth = RDMA_MAX_INIT_DEPTH;
         fill_conn(r.conn, conn_param ? conn_param : &defaults);
-        std::uint8_t resources = r.conn.responder_resources == RDMA_MAX_RESP_RES ? p->responder_resources
-                                                                                 : r.conn.responder_resources;
-        std::uint8_t depth = r.conn.initiator_depth == RDMA_MAX_INIT_DEPTH ? p->initiator_depth : r.conn.initiator_depth;
+        std::uint8_t resources =
+            r.conn.responder_resources == RDMA_MAX_RESP_RES ? p->responder_resources : r.conn.responder_resources;
+        std::uint8_t depth =
+            r.conn.initiator_depth == RDMA_MAX_INIT_DEPTH ? p->initiator_depth : r.conn.initiator_depth;
         r.conn.responder_resources = resources;
         r.conn.initiator_depth = depth;
         if (id->qp) {
@@ -760,9 +762,7 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
             break;
         case RDMA_CM_EVENT_REJECTED:
         case RDMA_CM_EVENT_UNREACHABLE:
-        case RDMA_CM_EVENT_CONNECT_ERROR:
-            modify_qp_err(p);
-            break;
+        case RDMA_CM_EVENT_CONNECT_ERROR: modify_qp_err(p); break;
         default: break;
         }
         std::memcpy(evt->private_data, e.conn.private_data, sizeof evt->private_data);
@@ -823,14 +823,14 @@ void rdma_free_devices(ibv_context** list) { std::free(list); }
 
 uint16_t rdma_get_src_port(rdma_cm_id* id) {
     const sockaddr* a = &id->route.addr.src_addr;
-    return a->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(a)->sin6_port
+    return a->sa_family == AF_INET6  ? reinterpret_cast<const sockaddr_in6*>(a)->sin6_port
            : a->sa_family == AF_INET ? reinterpret_cast<const sockaddr_in*>(a)->sin_port
                                      : 0;
 }
 
 uint16_t rdma_get_dst_port(rdma_cm_id* id) {
     const sockaddr* a = &id->route.addr.dst_addr;
-    return a->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(a)->sin6_port
+    return a->sa_family == AF_INET6  ? reinterpret_cast<const sockaddr_in6*>(a)->sin6_port
            : a->sa_family == AF_INET ? reinterpret_cast<const sockaddr_in*>(a)->sin_port
                                      : 0;
 }
@@ -843,8 +843,10 @@ int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t
     r.option_name = optname;
     if (optlen > sizeof r.option_value) {
         // RDMA_OPTION_IB_PATH carries path records: the route is the fabric's, taken as given.
-        if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH) optlen = 0;
-        else return set_errno(EINVAL);
+        if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+            optlen = 0;
+        else
+            return set_errno(EINVAL);
     }
     if (optlen) std::memcpy(r.option_value, optval, optlen);
     r.option_length = static_cast<std::uint32_t>(optlen);
@@ -939,7 +941,7 @@ int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo*
     out->ai_flags = hints ? hints->ai_flags : 0;
     out->ai_family = found->ai_family;
     out->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
-    out->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type
+    out->ai_qp_type = hints && hints->ai_qp_type          ? hints->ai_qp_type
                       : out->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD
                                                           : IBV_QPT_RC;
     auto* addr = static_cast<sockaddr*>(std::calloc(1, found->ai_addrlen));
@@ -957,8 +959,10 @@ int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo*
         }
     }
     if (found->ai_canonname) {
-        if (passive) out->ai_src_canonname = ::strdup(found->ai_canonname);
-        else out->ai_dst_canonname = ::strdup(found->ai_canonname);
+        if (passive)
+            out->ai_src_canonname = ::strdup(found->ai_canonname);
+        else
+            out->ai_dst_canonname = ::strdup(found->ai_canonname);
     }
     ::freeaddrinfo(found);
     *res = out;
@@ -1007,7 +1011,7 @@ int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init_
     }
     *id = cm_id;
     return 0;
-fail: {
+fail : {
     const int e = errno;
     rdma_destroy_ep(cm_id);
     errno = e;

@@ -85,7 +85,8 @@ void flush(rf_qp* qp) {
 bool replace_with_pipe(rf_context* ctx, int fd, const void* bytes, std::size_t length) {
     int ends[2];
     if (::pipe2(ends, O_CLOEXEC) != 0) return false;
-    if (length) [[maybe_unused]] auto written = ::write(ends[1], bytes, length);
+    if (length) [[maybe_unused]]
+        auto written = ::write(ends[1], bytes, length);
     const bool replaced = ::dup3(ends[0], fd, O_CLOEXEC) == fd;
     ::close(ends[0]);
     ctx->dead_device_pipes.push_back(ends[1]);
@@ -107,7 +108,8 @@ void device_died(rf_context* ctx) {
     for (auto& [handle, cq] : ctx->cqs) {
         if (!cq->cq.channel) continue;
         const hw::ring_header& ring = cq->control->ring;
-        const bool holds = ring.producer.load(std::memory_order_acquire) != ring.consumer.load(std::memory_order_acquire);
+        const bool holds =
+            ring.producer.load(std::memory_order_acquire) != ring.consumer.load(std::memory_order_acquire);
         if (holds && cq->control->armed.exchange(hw::cq_arm::none) != hw::cq_arm::none)
             events[reinterpret_cast<rf_channel*>(cq->cq.channel)].push_back({handle});
     }

@@ -91,7 +91,8 @@ void end_poll(ibv_cq_ex* ibcq) {
     rf_cq* cq = cq_ex_of(ibcq);
     auto& ring = cq->control->ring;
     // The completion the program last read is consumed: free its slot.
-    if (cq->ex_current) ring.consumer.store(ring.consumer.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    if (cq->ex_current)
+        ring.consumer.store(ring.consumer.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     cq->ex_current = false;
     cq->poll_lock.unlock();
 }
@@ -116,8 +117,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
         return nullptr;
     }
     // Completion timestamps, flow tags, CVLAN and tag matching: the NIC has none of them.
-    if ((attr->wc_flags & ~supported_wc) ||
-        ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags) ||
+    if ((attr->wc_flags & ~supported_wc) || ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags) ||
         ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain)) {
         errno = EOPNOTSUPP;
         return nullptr;
@@ -293,8 +293,8 @@ void wr_set_inline_data(ibv_qp_ex* qp, void* addr, size_t length) {
 }
 
 ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
-    constexpr std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-                                    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    constexpr std::uint32_t known =
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != context) {
         errno = EINVAL;
         return nullptr;

@@ -53,9 +53,9 @@ struct rf_cq {
     hw::cqe* slots = nullptr;
     std::uint32_t slot_count = 0;
     std::size_t map_length = 0;
-    std::mutex poll_lock; // ibv_poll_cq may be called from several threads
+    std::mutex poll_lock;                 // ibv_poll_cq may be called from several threads
     std::atomic<unsigned> empty_polls{0}; // a hint only: polling threads race on it harmlessly
-    bool ex_current = false; // start_poll/next_poll left a CQE current, consumed by the next call
+    bool ex_current = false;              // start_poll/next_poll left a CQE current, consumed by the next call
 };
 
 struct rf_qp {
@@ -64,8 +64,8 @@ struct rf_qp {
         ibv_qp qp;
         ibv_qp_ex ex;
     };
-    bool extended = false;           // created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
-    std::uint32_t wr_producer = 0;   // ibv_wr_*: where the next WQE goes, published by wr_complete
+    bool extended = false;         // created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+    std::uint32_t wr_producer = 0; // ibv_wr_*: where the next WQE goes, published by wr_complete
     hw::send_wqe* wr_current = nullptr;
     int wr_error = 0;
     hw::qp_control* control = nullptr;
@@ -97,7 +97,8 @@ struct rf_ah {
 };
 
 struct rf_context {
-    verbs_context verbs; // first: context_of() depends on it // ibv_context must be last inside it; verbs.h finds verbs_context by offset
+    verbs_context verbs; // first: context_of() depends on it // ibv_context must be last inside it; verbs.h finds
+                         // verbs_context by offset
     attach::device_info info;
     verbs::command_channel channel;
     std::mutex objects_lock;
@@ -107,10 +108,10 @@ struct rf_context {
     // Telling the NIC about new work (hw_abi.hpp's doorbell queue, wake_flag.hpp): the QPs with
     // work go into the doorbell queue, and the data plane is woken through this context's own
     // eventfd when the wake page says it sleeps.
-    const wake_flag* wake = nullptr;       // the data plane's page, mapped read-only
+    const wake_flag* wake = nullptr; // the data plane's page, mapped read-only
     hw::doorbell_queue* doorbells = nullptr;
     int doorbell_fd = -1;
-    std::mutex doorbell_lock; // serialises producers of the doorbell queue
+    std::mutex doorbell_lock;                      // serialises producers of the doorbell queue
     std::map<std::uint32_t, rf_channel*> channels; // for completion events when the device dies
     // The daemon plays the device; when it is gone the device is dead (device_fatal.cpp).
     std::atomic<bool> dead{false};
@@ -192,10 +193,8 @@ inline void* map_shared(int fd, std::size_t length, int protection = PROT_READ |
     return p == MAP_FAILED ? nullptr : p;
 }
 
-
 // Shared by the classic and the extended constructors.
-rf_cq* create_cq_object(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
-                        int comp_vector);
+rf_cq* create_cq_object(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector);
 rf_qp* create_qp_object(ibv_pd* pd, ibv_qp_init_attr* init);
 // The verbs_context entries of extended.cpp.
 void install_extended_ops(verbs_context& context);

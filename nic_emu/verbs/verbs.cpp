@@ -43,8 +43,7 @@ using namespace rocefab::verbs;
 // ---- fast path -------------------------------------------------------------------------
 
 // After the device died (device_fatal.cpp) posting fails, as every verb does.
-template <typename WorkRequest>
-bool device_is_dead(ibv_context* context, WorkRequest* wr, WorkRequest** bad_wr) {
+template <typename WorkRequest> bool device_is_dead(ibv_context* context, WorkRequest* wr, WorkRequest** bad_wr) {
     if (!context_of(context)->dead.load(std::memory_order_acquire)) return false;
     *bad_wr = wr;
     return true;
@@ -95,8 +94,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
             slot.compare_add = wr->wr.atomic.compare_add;
             slot.swap = wr->wr.atomic.swap;
             break;
-        default:
-            break;
+        default: break;
         }
         if (ibqp->qp_type == IBV_QPT_UD) {
             slot.ud_ah = wr->wr.ud.ah ? wr->wr.ud.ah->handle : 0;
@@ -300,7 +298,8 @@ ibv_device** ibv_get_device_list(int* num_devices) {
     std::size_t count = 0;
     // Outside `rocefab run` there is no emulated host: the list is empty, as on a machine
     // whose RDMA devices are all absent.
-    if (channel.connect_and_hello(hello) == 0) count = std::min<std::size_t>(hello.hello.device_count, attach::max_devices);
+    if (channel.connect_and_hello(hello) == 0)
+        count = std::min<std::size_t>(hello.hello.device_count, attach::max_devices);
 
     auto** list = static_cast<ibv_device**>(std::calloc(count + 1, sizeof(ibv_device*)));
     if (!list) {
@@ -453,8 +452,8 @@ int ibv_get_pkey_index(ibv_context*, uint8_t port_num, __be16 pkey) {
     return (be16toh(pkey) & 0x7fff) == 0x7fff ? 0 : -ENOENT;
 }
 
-int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry* entry,
-                      uint32_t flags, size_t entry_size) {
+int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry* entry, uint32_t flags,
+                      size_t entry_size) {
     if (flags) return EINVAL;
     if (entry_size < sizeof(ibv_gid_entry)) return EINVAL;
     if (port_num != 1) return EINVAL;
@@ -668,8 +667,7 @@ rf_cq* rocefab::verbs::create_cq_object(ibv_context* context, int cqe, void* cq_
 
 extern "C" {
 
-ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
-                      int comp_vector) {
+ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector) {
     rf_cq* cq = create_cq_object(context, cqe, cq_context, channel, comp_vector);
     return cq ? &cq->cq : nullptr;
 }
@@ -966,11 +964,8 @@ int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
     }
     case IBV_EVENT_PORT_ACTIVE:
     case IBV_EVENT_PORT_ERR:
-    case IBV_EVENT_GID_CHANGE:
-        event->element.port_num = static_cast<int>(record.handle);
-        break;
-    case IBV_EVENT_DEVICE_FATAL:
-        break;
+    case IBV_EVENT_GID_CHANGE: event->element.port_num = static_cast<int>(record.handle); break;
+    case IBV_EVENT_DEVICE_FATAL: break;
     default: {
         auto it = ctx->qps.find(record.handle);
         event->element.qp = it == ctx->qps.end() ? nullptr : &it->second->qp;

@@ -27,7 +27,8 @@ using switch_emu::port_counter;
 // (itself: sends nothing).
 class config_fabric {
 public:
-    config_fabric(const std::string& file, std::function<std::size_t(std::size_t)> destination_of, std::uint64_t frames) {
+    config_fabric(const std::string& file, std::function<std::size_t(std::size_t)> destination_of,
+                  std::uint64_t frames) {
         config::config_error error;
         if (!config::load_topology(std::string(ROCEFAB_SOURCE_ROOT) + "/" + file, _topology, error)) {
             ADD_FAILURE() << error.to_string();
@@ -88,7 +89,8 @@ private:
 TEST(pfc_deadlock_yaml, the_ring_deadlocks_and_the_watchdog_with_nvidias_defaults_breaks_it) {
     ASSERT_NE(test_pool(), nullptr);
     // Each host sends to the host two switches further clockwise, for longer than the run.
-    config_fabric fabric("configs/pfc-deadlock.yaml", [](std::size_t h) { return (h + 2) % 4; }, 100'000'000);
+    config_fabric fabric(
+        "configs/pfc-deadlock.yaml", [](std::size_t h) { return (h + 2) % 4; }, 100'000'000);
     ASSERT_TRUE(fabric.driver);
 
     fabric.driver->run_until(milliseconds(5));
@@ -136,7 +138,9 @@ links:
   - { a: h1/rfab0, b: leaf1/swp1 }
   - { a: leaf1/swp31, b: leaf2/swp31 }
   - { a: leaf1/swp32, b: leaf2/swp32 }
-)", "test.yaml", topology, error)) << error.to_string();
+)",
+                                       "test.yaml", topology, error))
+        << error.to_string();
     const switch_emu::switch_spec spec = switch_spec_of(topology, 0, clocking::virtual_time);
     EXPECT_EQ(spec.buffer_bytes, 4u << 20);
     EXPECT_EQ(spec.buffer_alpha, 0.5);
@@ -166,7 +170,9 @@ links: [ { a: h1/rfab0, b: h2/rfab0, speed: 25G } ]
 nic:
   dcqcn: { priorities: [3, 4], rpg_ai_rate: 40, min_time_between_cnps: 50us }
   hosts: { h2: { host-rx-rate: 5G, trust: l2, dcqcn: { rpg_ai_rate: 10 } } }
-)", "test.yaml", topology, error)) << error.to_string();
+)",
+                                       "test.yaml", topology, error))
+        << error.to_string();
     const nic::nic_spec h1 = nic_spec_of(topology, 0, 0), h2 = nic_spec_of(topology, 1, 0);
     EXPECT_EQ(h1.speed_bps, 25'000'000'000u);
     EXPECT_EQ(h1.dcqcn.rpg_ai_rate_mbps, 40u);

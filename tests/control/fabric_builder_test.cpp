@@ -105,7 +105,8 @@ TEST(fabric_builder, starts_both_directions_of_a_cable_the_file_says_is_down_dow
     for (clocking clock : {clocking::virtual_time, clocking::realtime}) {
         const fabric_builder built(topology, clock);
         for (std::size_t c = 0; c < topology.links.size(); ++c)
-            for (const link* direction : built.cable(c)) EXPECT_EQ(direction->is_up(), c != down_cable) << direction->name();
+            for (const link* direction : built.cable(c))
+                EXPECT_EQ(direction->is_up(), c != down_cable) << direction->name();
     }
 }
 
@@ -154,12 +155,13 @@ struct one_cable_down_fabric {
     }
 
     struct outcome {
-        std::vector<link_counters> links; // in wiring order: per cable a->b, b->a
+        std::vector<link_counters> links;    // in wiring order: per cable a->b, b->a
         std::vector<std::uint64_t> received; // per host
     };
     outcome result() const {
         outcome o;
-        for (std::size_t l = 0; l < built->wiring().link_count(); ++l) o.links.push_back(built->wiring().link_at(l).counters());
+        for (std::size_t l = 0; l < built->wiring().link_count(); ++l)
+            o.links.push_back(built->wiring().link_at(l).counters());
         for (const auto& h : hosts) {
             std::uint64_t total = 0;
             for (const auto& [port, count] : h->received_from) total += count;

@@ -29,7 +29,8 @@ links: [ { a: h1/rfab0, b: sw1/swp1 }, { a: h2/rfab0, b: sw1/swp2 }, { a: h3/rfa
 
 // Writes the text into a file in configs/ style (so that size-cdf paths resolve from it).
 std::string write(const std::string& text) {
-    const std::string path = std::string(ROCEFAB_SOURCE_ROOT) + "/configs/.scenario-test-" + std::to_string(::getpid()) + ".yaml";
+    const std::string path =
+        std::string(ROCEFAB_SOURCE_ROOT) + "/configs/.scenario-test-" + std::to_string(::getpid()) + ".yaml";
     std::ofstream(path) << text;
     return path;
 }
@@ -126,7 +127,9 @@ simulation: { duration: 2ms, sample-interval: 5us, output: out/x }
     EXPECT_EQ(s.duration, milliseconds(2));
     EXPECT_EQ(s.sample_interval, microseconds(5));
     EXPECT_EQ(s.output, "out/x");
-    EXPECT_EQ(loaded("nic: { dcqcn: { state: disabled } }\ntraffic: [ { from: h1, to: h2, size: 1MB } ]\n").topology.nic.dcqcn_priorities, 0u);
+    EXPECT_EQ(loaded("nic: { dcqcn: { state: disabled } }\ntraffic: [ { from: h1, to: h2, size: 1MB } ]\n")
+                  .topology.nic.dcqcn_priorities,
+              0u);
 }
 
 TEST(scenario, bad_values_name_their_line_key_and_what_is_valid) {
@@ -138,9 +141,11 @@ TEST(scenario, bad_values_name_their_line_key_and_what_is_valid) {
     };
     const bad cases[] = {
         {"simulation: { duration: 1ms }\n", 0, "traffic", "missing; a scenario needs at least one flow"},
-        {"traffic: [ { from: h1, to: h9, size: 1MB } ]\n", 11, "traffic[0].to", "unknown host 'h9' (hosts: h1, h2, h3, h4)"},
+        {"traffic: [ { from: h1, to: h9, size: 1MB } ]\n", 11, "traffic[0].to",
+         "unknown host 'h9' (hosts: h1, h2, h3, h4)"},
         {"traffic: [ { from: h1, to: h1, size: 1MB } ]\n", 11, "traffic[0].to", "from one host to another"},
-        {"traffic: [ { from: h1, to: h2, size: lots } ]\n", 11, "traffic[0].size", "as a number or with a unit B, KB, MB"},
+        {"traffic: [ { from: h1, to: h2, size: lots } ]\n", 11, "traffic[0].size",
+         "as a number or with a unit B, KB, MB"},
         {"traffic: [ { pattern: broadcast, hosts: [h1, h2], size: 1MB } ]\n", 11, "traffic[0].pattern",
          "expected incast, all-to-all or permutation"},
         {"traffic: [ { pattern: incast, senders: [h1, h4], receiver: h4, size: 1MB } ]\n", 11, "traffic[0].senders",

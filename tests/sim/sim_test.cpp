@@ -95,7 +95,9 @@ std::string run(const std::string& name, const std::function<void(scenario&)>& c
     EXPECT_TRUE(load_scenario(std::string(ROCEFAB_SOURCE_ROOT) + "/configs/" + name + ".yaml", s, error))
         << error.to_string();
     if (change) change(s);
-    s.output = (std::filesystem::temp_directory_path() / ("rocefab-sim-test-" + std::to_string(::getpid()) + "-" + name)).string();
+    s.output =
+        (std::filesystem::temp_directory_path() / ("rocefab-sim-test-" + std::to_string(::getpid()) + "-" + name))
+            .string();
     std::filesystem::remove_all(s.output);
     simulation sim(s);
     sim.run();
@@ -133,7 +135,8 @@ TEST(sim_incast_2to1, on_1500_byte_links_the_flows_run_at_a_1024_byte_path_mtu) 
 TEST(sim_incast_2to1, with_dcqcn_the_senders_share_fairly_and_pfc_is_never_needed) {
     const outputs o = results(run("incast-2to1-dcqcn"));
     ASSERT_EQ(o.fct.rows.size(), 2u) << "one fct.csv row per flow";
-    const double first_done = std::min(o.fct.rows[0][o.fct.column("finish_us")], o.fct.rows[1][o.fct.column("finish_us")]);
+    const double first_done =
+        std::min(o.fct.rows[0][o.fct.column("finish_us")], o.fct.rows[1][o.fct.column("finish_us")]);
     // From 1 ms (DCQCN has converged) until the first flow ends: each sender's sending rate
     // averages within 10 % of the other's, and together they keep the bottleneck over 60 % busy.
     const double f1 = mean_of(o.flows.between("f1_sent_gbps", 1000, first_done));
@@ -151,7 +154,8 @@ TEST(sim_incast_2to1, with_dcqcn_the_senders_share_fairly_and_pfc_is_never_neede
 TEST(sim_incast_2to1, with_pfc_alone_the_queue_sits_at_xoff_and_pauses_never_stop) {
     const outputs o = results(run("incast-2to1-pfc"));
     ASSERT_EQ(o.fct.rows.size(), 2u) << "one fct.csv row per flow";
-    const double first_done = std::min(o.fct.rows[0][o.fct.column("finish_us")], o.fct.rows[1][o.fct.column("finish_us")]);
+    const double first_done =
+        std::min(o.fct.rows[0][o.fct.column("finish_us")], o.fct.rows[1][o.fct.column("finish_us")]);
     EXPECT_EQ(o.counters.last("cnp_sent"), 0);
     // In every 500 us while both flows run, the switch sends pause frames again; at 20 MB each over
     // one 100G port, they run for milliseconds, so there are windows to judge.
@@ -263,7 +267,8 @@ TEST(sim_trust_l2, priority_tagged_roce_stays_lossless_where_untagged_roce_falls
 TEST(sim, the_same_scenario_and_seed_write_the_same_bytes) {
     const std::string first = run("incast-2to1-dcqcn");
     std::map<std::string, std::string> files;
-    for (const char* name : {"queues.csv", "flows.csv", "counters.csv", "fct.csv"}) files[name] = read(first + "/" + name);
+    for (const char* name : {"queues.csv", "flows.csv", "counters.csv", "fct.csv"})
+        files[name] = read(first + "/" + name);
     std::filesystem::rename(first, first + "-1");
     const std::string second = run("incast-2to1-dcqcn");
     for (const auto& [name, bytes] : files) {

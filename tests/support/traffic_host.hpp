@@ -19,10 +19,14 @@ namespace rocefab::testing {
 
 constexpr std::uint64_t hundred_gig = 100'000'000'000ull;
 
-inline wire::mac_address mac_of(std::uint8_t kind, std::uint8_t index) { return {{0x02, 0x00, 0x00, 0x00, kind, index}}; }
+inline wire::mac_address mac_of(std::uint8_t kind, std::uint8_t index) {
+    return {{0x02, 0x00, 0x00, 0x00, kind, index}};
+}
 inline wire::mac_address switch_port_mac(unsigned port) { return mac_of(0x00, static_cast<std::uint8_t>(port)); }
 inline wire::mac_address host_mac(unsigned host) { return mac_of(0xaa, static_cast<std::uint8_t>(host)); }
-inline std::uint32_t host_ip(unsigned host) { return (10u << 24) | (static_cast<std::uint32_t>(host) << 8) | 1; } // 10.0.H.1
+inline std::uint32_t host_ip(unsigned host) {
+    return (10u << 24) | (static_cast<std::uint32_t>(host) << 8) | 1;
+} // 10.0.H.1
 
 // A host with one port: sends `frames` UDP datagrams of `payload` bytes on `dscp` to
 // `destination` as fast as its link takes them, stops a priority while PFC pauses it (as a
@@ -113,7 +117,6 @@ public:
     std::map<std::uint16_t, std::uint64_t> received_from;
 
 private:
-
     unsigned _index;
     flow _flow;
     std::uint64_t _link_bps;

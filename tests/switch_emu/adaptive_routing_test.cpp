@@ -75,7 +75,10 @@ protected:
             for (unsigned h = 0; h < flows; ++h) {
                 const auto prefix = wire::ipv6_address::v4_mapped(host_ip(flows + h) & 0xffffff00u);
                 if (sw == 0)
-                    spec.routes.push_back({prefix, 24, false, {4, 5, 6, 7},
+                    spec.routes.push_back({prefix,
+                                           24,
+                                           false,
+                                           {4, 5, 6, 7},
                                            {port_mac(1, 4), port_mac(1, 5), port_mac(1, 6), port_mac(1, 7)}});
                 else
                     spec.routes.push_back({prefix, 24, false, {static_cast<std::uint16_t>(h)}, {host_mac(flows + h)}});
@@ -92,7 +95,8 @@ protected:
             _wiring.connect(a, static_cast<std::uint16_t>(flows + u), b, static_cast<std::uint16_t>(flows + u), model);
         for (unsigned h = 0; h < 2 * flows; ++h) {
             const bool sender = h < flows;
-            _hosts.push_back(std::make_unique<traffic_host>(h, sender ? flow_of(h, destination_port) : traffic_host::flow{}));
+            _hosts.push_back(
+                std::make_unique<traffic_host>(h, sender ? flow_of(h, destination_port) : traffic_host::flow{}));
             _wiring.connect(_wiring.add_node(*_hosts.back()), 0, sender ? a : b,
                             static_cast<std::uint16_t>(sender ? h : h - flows), model);
         }
@@ -140,7 +144,8 @@ TEST_F(adaptive_routing_scenario, adaptive_routing_keeps_all_uplinks_busy) {
     for (unsigned h = 0; h < flows; ++h) EXPECT_EQ(delivered(h), frames_each) << h; // lossless, reordered
     EXPECT_GT(_switches[0]->adaptive_reroutes(), 0u);
     EXPECT_LT(_driver->now(), 13 * one_flow_alone / 10); // close to every flow at line rate
-    for (unsigned p = 0; p < flows + uplinks; ++p) EXPECT_EQ(_switches[0]->counter(static_cast<std::uint16_t>(p), port_counter::tail_drops), 0u);
+    for (unsigned p = 0; p < flows + uplinks; ++p)
+        EXPECT_EQ(_switches[0]->counter(static_cast<std::uint16_t>(p), port_counter::tail_drops), 0u);
 }
 
 TEST_F(adaptive_routing_scenario, traffic_that_is_not_roce_keeps_its_hashed_path) {

@@ -27,16 +27,20 @@ using namespace rocefab::testing;
 class incast : public ::testing::Test {
 protected:
     // The switch sizes headroom for 1 us cables; `cable_delay` is what the links really have.
-    void build(unsigned senders, std::uint64_t frames_each, const qos_spec& qos,
-               const std::function<std::uint8_t(unsigned)>& dscp_of = [](unsigned) { return 26; },
-               sim_time cable_delay = 1000) {
+    void build(
+        unsigned senders, std::uint64_t frames_each, const qos_spec& qos,
+        const std::function<std::uint8_t(unsigned)>& dscp_of = [](unsigned) { return 26; },
+        sim_time cable_delay = 1000) {
         ASSERT_NE(test_pool(), nullptr);
         switch_spec spec;
         spec.name = "leaf1";
         for (unsigned p = 0; p <= senders; ++p)
             spec.ports.push_back({"swp" + std::to_string(p + 1), switch_port_mac(p), hundred_gig, 9000, 1000});
-        route_spec to_receiver{wire::ipv6_address::v4_mapped(host_ip(senders) & 0xffffff00u), 24, false,
-                               {static_cast<std::uint16_t>(senders)}, {host_mac(senders)}};
+        route_spec to_receiver{wire::ipv6_address::v4_mapped(host_ip(senders) & 0xffffff00u),
+                               24,
+                               false,
+                               {static_cast<std::uint16_t>(senders)},
+                               {host_mac(senders)}};
         spec.routes.push_back(to_receiver);
         spec.buffer_bytes = 2'000'000; // small enough that 8 groups fill it with the test pool's mbufs
         spec.qos = qos;
@@ -65,7 +69,9 @@ protected:
 
     traffic_host& receiver() { return *_hosts[_senders]; }
     std::uint64_t received_from(unsigned h) { return receiver().received_from[_hosts[h]->source_port()]; }
-    std::uint64_t counter(unsigned port, port_counter c) const { return _switch->counter(static_cast<std::uint16_t>(port), c); }
+    std::uint64_t counter(unsigned port, port_counter c) const {
+        return _switch->counter(static_cast<std::uint16_t>(port), c);
+    }
     std::uint64_t link_drops() const {
         std::uint64_t drops = 0;
         for (std::size_t i = 0; i < _wiring.link_count(); ++i) {
@@ -89,7 +95,7 @@ TEST_F(incast, eight_to_one_on_lossless_priority_3_loses_nothing_and_pauses_ever
     run();
     for (unsigned h = 0; h < 8; ++h) {
         SCOPED_TRACE(h);
-        EXPECT_EQ(received_from(h), frames_each); // every frame arrived
+        EXPECT_EQ(received_from(h), frames_each);                                        // every frame arrived
         EXPECT_GT(_switch->pfc_counters(static_cast<std::uint16_t>(h), 3).tx_pause, 0u); // XOFF and XON
         EXPECT_GT(_hosts[h]->pause_frames_received, 0u);
         EXPECT_EQ(counter(h, port_counter::headroom_drops), 0u);
@@ -155,7 +161,8 @@ TEST_F(incast, a_lossy_class_next_to_a_lossless_one_drops_only_in_the_lossy_one)
 TEST_F(incast, too_little_headroom_shows_as_headroom_drops_not_tail_drops) {
     // Cables ten times longer than the switch believes (10 us of delay against 1 us): the
     // headroom sized for 1 us cannot hold what is in flight when the pause goes out.
-    build(8, frames_each, qos_spec{}, [](unsigned) { return std::uint8_t(26); }, microseconds(10));
+    build(
+        8, frames_each, qos_spec{}, [](unsigned) { return std::uint8_t(26); }, microseconds(10));
     run();
     std::uint64_t headroom_drops = 0, received = 0;
     for (unsigned h = 0; h < 8; ++h) {
@@ -184,13 +191,18 @@ protected:
             spec.name = "sw" + std::to_string(i);
             // port 0: the host; port 1: to the next switch clockwise; port 2: from the previous.
             for (unsigned p = 0; p < 3; ++p)
-                spec.ports.push_back({"swp" + std::to_string(p + 1), mac_of(static_cast<std::uint8_t>(0x10 + i),
-                                      static_cast<std::uint8_t>(p)), hundred_gig, 9000, 1000});
+                spec.ports.push_back({"swp" + std::to_string(p + 1),
+                                      mac_of(static_cast<std::uint8_t>(0x10 + i), static_cast<std::uint8_t>(p)),
+                                      hundred_gig, 9000, 1000});
             for (unsigned h = 0; h < switches; ++h) {
                 const bool local = h == i;
-                const wire::mac_address next_hop = local ? host_mac(h) : mac_of(static_cast<std::uint8_t>(0x10 + (i + 1) % switches), 2);
-                spec.routes.push_back({wire::ipv6_address::v4_mapped(host_ip(h) & 0xffffff00u), 24, false,
-                                       {static_cast<std::uint16_t>(local ? 0 : 1)}, {next_hop}});
+                const wire::mac_address next_hop =
+                    local ? host_mac(h) : mac_of(static_cast<std::uint8_t>(0x10 + (i + 1) % switches), 2);
+                spec.routes.push_back({wire::ipv6_address::v4_mapped(host_ip(h) & 0xffffff00u),
+                                       24,
+                                       false,
+                                       {static_cast<std::uint16_t>(local ? 0 : 1)},
+                                       {next_hop}});
             }
             spec.buffer_bytes = 1'000'000;
             spec.qos.pfc_watchdog.enabled = watchdog;
@@ -200,8 +212,7 @@ protected:
         }
         std::vector<node_id> ids;
         for (auto& sw : _switches) ids.push_back(_wiring.add_node(*sw));
-        for (unsigned i = 0; i < switches; ++i)
-            _wiring.connect(ids[i], 1, ids[(i + 1) % switches], 2, model);
+        for (unsigned i = 0; i < switches; ++i) _wiring.connect(ids[i], 1, ids[(i + 1) % switches], 2, model);
         for (unsigned h = 0; h < switches; ++h) {
             traffic_host::flow f;
             f.destination = host_ip((h + 2) % switches);

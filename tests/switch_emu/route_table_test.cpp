@@ -23,7 +23,8 @@ bool covers(const route_spec& r, const std::uint8_t* address, unsigned bits) {
 int longest_match(const std::vector<route_spec>& routes, const std::uint8_t* address, unsigned bits) {
     int best = -1;
     for (std::size_t i = 0; i < routes.size(); ++i)
-        if (covers(routes[i], address, bits) && (best < 0 || routes[i].length > routes[static_cast<std::size_t>(best)].length))
+        if (covers(routes[i], address, bits) &&
+            (best < 0 || routes[i].length > routes[static_cast<std::size_t>(best)].length))
             best = static_cast<int>(i);
     return best;
 }

@@ -57,7 +57,7 @@ struct frame_options {
     std::uint16_t source_port = 49152;
     std::uint16_t destination_port = wire::roce_v2_udp_port;
     std::size_t payload = 16;
-    std::optional<std::uint8_t> pcp; // set: 802.1Q priority tag with this PCP
+    std::optional<std::uint8_t> pcp;    // set: 802.1Q priority tag with this PCP
     std::uint8_t ecn = wire::ecn::ect0; // RoCEv2 NICs send ECN-capable packets
 };
 
@@ -219,12 +219,8 @@ switch_spec test_spec() {
     for (unsigned p = 0; p < 5; ++p)
         spec.ports.push_back({"swp" + std::to_string(p + 1), port_mac(p), hundred_gig, p == 4 ? 1500u : 9000u});
     spec.routes = {
-        v4_route("10.0.0.0", 8, {1}),
-        v4_route("10.1.0.0", 16, {2}),
-        v4_route("192.168.0.0", 24, {1, 2, 3, 4}),
-        v4_route("172.16.0.0", 12, {4}),
-        v6_route("2001:db8::", 32, {1}),
-        v6_route("2001:db8:1::", 48, {2}),
+        v4_route("10.0.0.0", 8, {1}),    v4_route("10.1.0.0", 16, {2}),   v4_route("192.168.0.0", 24, {1, 2, 3, 4}),
+        v4_route("172.16.0.0", 12, {4}), v6_route("2001:db8::", 32, {1}), v6_route("2001:db8:1::", 48, {2}),
     };
     return spec;
 }
@@ -320,8 +316,8 @@ TEST_F(switch_pipeline, longest_prefix_wins_over_a_shorter_one) {
     spec.routes.push_back(v4_route("0.0.0.0", 0, {3}));
     spec.routes.push_back(v4_route("10.1.2.3", 32, {4}));
     build(spec);
-    const std::map<const char*, std::uint16_t> expected = {
-        {"10.2.0.1", 1}, {"10.1.0.1", 2}, {"10.1.2.3", 4}, {"10.1.2.2", 2}, {"11.0.0.1", 3}, {"10.255.255.255", 1}};
+    const std::map<const char*, std::uint16_t> expected = {{"10.2.0.1", 1}, {"10.1.0.1", 2}, {"10.1.2.3", 4},
+                                                           {"10.1.2.2", 2}, {"11.0.0.1", 3}, {"10.255.255.255", 1}};
     for (const auto& [destination, port] : expected) {
         sink->sent.clear();
         send(ipv4_udp_frame(host_ip, ipv4(destination)));
@@ -359,7 +355,7 @@ TEST_F(switch_pipeline, vlan_tagged_ipv4_is_routed) {
 TEST_F(switch_pipeline, ethernet_padding_after_the_ip_packet_is_accepted) {
     build();
     auto bytes = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.payload = 0}); // 42 bytes
-    bytes.resize(60, 0);                                                     // padded to the Ethernet minimum
+    bytes.resize(60, 0);                                                    // padded to the Ethernet minimum
     send(bytes);
     EXPECT_EQ(sink->sent.size(), 1u);
 }
@@ -419,11 +415,12 @@ TEST_F(switch_pipeline, bad_version_ihl_or_total_length_is_dropped_as_malformed)
         std::memcpy(bytes.data() + l3, &ip, sizeof ip);
         return bytes;
     };
-    send(with_header([](wire::ipv4_header& ip) { ip.version_ihl = 0x44; }));                           // IHL 4
-    send(with_header([](wire::ipv4_header& ip) { ip.version_ihl = 0x65; }));                           // version 6
-    send(with_header([](wire::ipv4_header& ip) { ip.version_ihl = 0x4f; }));                           // IHL past the end
-    send(with_header([](wire::ipv4_header& ip) { ip.total_length.store(ip.total_length.load() + 1); })); // past the frame
-    send(with_header([](wire::ipv4_header& ip) { ip.total_length.store(19); }));                       // below IHL
+    send(with_header([](wire::ipv4_header& ip) { ip.version_ihl = 0x44; })); // IHL 4
+    send(with_header([](wire::ipv4_header& ip) { ip.version_ihl = 0x65; })); // version 6
+    send(with_header([](wire::ipv4_header& ip) { ip.version_ihl = 0x4f; })); // IHL past the end
+    send(with_header(
+        [](wire::ipv4_header& ip) { ip.total_length.store(ip.total_length.load() + 1); })); // past the frame
+    send(with_header([](wire::ipv4_header& ip) { ip.total_length.store(19); }));            // below IHL
     auto v6 = ipv6_udp_frame(ipv6("2001:db8:9::1"), ipv6("2001:db8:5::7"));
     v6[l3] = 0x45; // version 4 in an IPv6 EtherType
     send(v6);
@@ -496,15 +493,17 @@ TEST_F(switch_pipeline, corrupted_frames_are_each_forwarded_or_counted_exactly_o
     for (int i = 0; i < frames; ++i) {
         auto bytes = (i % 2) ? v6 : v4;
         const int flips = 1 + static_cast<int>(random() % 4);
-        for (int f = 0; f < flips; ++f) bytes[random() % bytes.size()] ^= static_cast<std::uint8_t>(1u << (random() % 8));
+        for (int f = 0; f < flips; ++f)
+            bytes[random() % bytes.size()] ^= static_cast<std::uint8_t>(1u << (random() % 8));
         bytes.resize(random() % (bytes.size() + 1));
         send(bytes);
     }
     std::uint64_t accounted = sink->sent.size();
     for (std::uint16_t port = 0; port < sw->port_count(); ++port)
-        for (port_counter c : {port_counter::rx_drops_not_for_us, port_counter::rx_drops_malformed,
-                               port_counter::rx_drops_non_ip, port_counter::rx_pause_frames, port_counter::drops_no_route,
-                               port_counter::drops_ttl_expired, port_counter::drops_mtu_exceeded, port_counter::tail_drops})
+        for (port_counter c :
+             {port_counter::rx_drops_not_for_us, port_counter::rx_drops_malformed, port_counter::rx_drops_non_ip,
+              port_counter::rx_pause_frames, port_counter::drops_no_route, port_counter::drops_ttl_expired,
+              port_counter::drops_mtu_exceeded, port_counter::tail_drops})
             accounted += count(port, c);
     EXPECT_EQ(count(0, port_counter::rx_packets), std::uint64_t(frames));
     EXPECT_EQ(accounted, std::uint64_t(frames));
@@ -534,7 +533,10 @@ TEST_F(switch_pipeline, a_burst_is_forwarded_and_counted_as_its_frames_one_at_a_
         o.payload = 16 + random() % 2000;
         switch (random() % 12) {
         case 0: frames.push_back(pfc_frame(random() % 2 ? 0xffff : 0)); break;
-        case 1: o.ttl = 1; frames.push_back(ipv4_udp_frame(host_ip, ipv4("10.1.2.3"), o)); break;
+        case 1:
+            o.ttl = 1;
+            frames.push_back(ipv4_udp_frame(host_ip, ipv4("10.1.2.3"), o));
+            break;
         case 2: frames.push_back(ipv4_udp_frame(host_ip, ipv4("11.0.0.1"), o)); break;
         case 3: {
             auto bytes = ipv4_udp_frame(host_ip, ipv4("10.1.2.3"), o);
@@ -542,7 +544,10 @@ TEST_F(switch_pipeline, a_burst_is_forwarded_and_counted_as_its_frames_one_at_a_
             frames.push_back(bytes);
             break;
         }
-        case 4: o.destination_mac = mac("02:00:00:00:99:99"); frames.push_back(ipv4_udp_frame(host_ip, ipv4("10.1.2.3"), o)); break;
+        case 4:
+            o.destination_mac = mac("02:00:00:00:99:99");
+            frames.push_back(ipv4_udp_frame(host_ip, ipv4("10.1.2.3"), o));
+            break;
         case 5: frames.push_back(ipv6_udp_frame(ipv6("2001:db8:9::1"), ipv6("2001:db8:1::7"), o)); break;
         default: frames.push_back(ipv4_udp_frame(host_ip, ipv4(i % 2 ? "192.168.0.9" : "10.1.2.3"), o)); break;
         }
@@ -554,7 +559,8 @@ TEST_F(switch_pipeline, a_burst_is_forwarded_and_counted_as_its_frames_one_at_a_
         node.attach(&link, test_pool());
         sim_time now = 0;
         for (std::size_t at = 0; at < frames.size(); now += 2'000) {
-            const std::size_t n = std::min<std::size_t>(frames.size() - at, 1 + random() % (2 * switch_node::vector_size));
+            const std::size_t n =
+                std::min<std::size_t>(frames.size() - at, 1 + random() % (2 * switch_node::vector_size));
             std::vector<rte_mbuf*> burst;
             for (std::size_t i = at; i < at + n; ++i) burst.push_back(make_frame(frames[i]));
             if (in_bursts) {
@@ -577,8 +583,8 @@ TEST_F(switch_pipeline, a_burst_is_forwarded_and_counted_as_its_frames_one_at_a_
     EXPECT_EQ(burst_counters, one_by_one_counters);
     // The mix did what it is for: frames were dropped for every reason, paused and marked.
     const auto& port1 = burst_counters["ports"][1];
-    for (const char* reason : {"rx_drops_not_for_us", "rx_drops_malformed", "drops_no_route", "drops_ttl_expired",
-                               "rx_pause_frames"})
+    for (const char* reason :
+         {"rx_drops_not_for_us", "rx_drops_malformed", "drops_no_route", "drops_ttl_expired", "rx_pause_frames"})
         EXPECT_GT(port1[reason].get<std::uint64_t>(), 0u) << reason;
     EXPECT_GT(burst_counters["ports"][1]["rx_prio3_pause"].get<std::uint64_t>(), 0u);
     EXPECT_GT(bursts.size(), 100u);
@@ -608,7 +614,8 @@ TEST_F(switch_pipeline, frames_cut_through_in_runs_leave_what_they_leave_one_at_
         sim_time now = 0;
         std::size_t sent_on_arrival = 0;
         for (std::size_t at = 0; at < frames.size(); now += 6'000) { // about 4 us of frames every 6 us
-            const std::size_t n = std::min<std::size_t>(frames.size() - at, 1 + random() % (2 * switch_node::vector_size));
+            const std::size_t n =
+                std::min<std::size_t>(frames.size() - at, 1 + random() % (2 * switch_node::vector_size));
             std::vector<rte_mbuf*> burst;
             for (std::size_t i = at; i < at + n; ++i) burst.push_back(make_frame(frames[i]));
             const std::size_t sent_before = link.sent.size();
@@ -656,7 +663,8 @@ TEST_F(switch_pipeline, ecmp_spreads_flows_over_every_member_and_keeps_each_flow
         send(ipv4_udp_frame(host_ip, ipv4("192.168.0.10"), {.source_port = static_cast<std::uint16_t>(49152 + flow)}));
         ASSERT_EQ(sink->sent.size(), 1u);
         const std::uint16_t port = sink->sent[0].port;
-        EXPECT_EQ(read_ethernet(sink->sent[0].bytes).destination, neighbour_mac(port)) << "next hop of the chosen member";
+        EXPECT_EQ(read_ethernet(sink->sent[0].bytes).destination, neighbour_mac(port))
+            << "next hop of the chosen member";
         port_of_flow[flow] = port;
         ++flows_on_port[port];
     }
@@ -670,8 +678,9 @@ TEST_F(switch_pipeline, ecmp_spreads_flows_over_every_member_and_keeps_each_flow
     for (int round = 0; round < 3; ++round) {
         for (std::uint16_t flow = 0; flow < 64; ++flow) {
             sink->sent.clear();
-            send(ipv4_udp_frame(host_ip, ipv4("192.168.0.10"),
-                                {.source_port = static_cast<std::uint16_t>(49152 + flow), .payload = 16u + 100u * round}));
+            send(ipv4_udp_frame(
+                host_ip, ipv4("192.168.0.10"),
+                {.source_port = static_cast<std::uint16_t>(49152 + flow), .payload = 16u + 100u * round}));
             ASSERT_EQ(sink->sent.size(), 1u);
             EXPECT_EQ(sink->sent[0].port, port_of_flow[flow]) << "flow " << flow << " moved";
         }
@@ -741,7 +750,8 @@ TEST_F(switch_pipeline, strict_tc6_preempts_the_dwrr_classes_queued_before_it) {
 // frame sizes (deficit round robin charges bytes, not frames).
 std::map<std::uint8_t, std::uint64_t> bytes_by_class(const std::vector<sent_frame>& sent, std::size_t first_frames) {
     std::map<std::uint8_t, std::uint64_t> bytes;
-    for (std::size_t i = 0; i < std::min(first_frames, sent.size()); ++i) bytes[sent[i].traffic_class] += sent[i].bytes.size();
+    for (std::size_t i = 0; i < std::min(first_frames, sent.size()); ++i)
+        bytes[sent[i].traffic_class] += sent[i].bytes.size();
     return bytes;
 }
 
@@ -939,9 +949,12 @@ TEST_F(switch_pipeline, ecn_marks_nothing_below_min_some_between_and_every_ect_p
         const wire::ipv4_header ip = read_ipv4(sink->sent[i].bytes);
         EXPECT_TRUE(ip.checksum_ok());
         const bool marked = ip.ecn() == wire::ecn::ce;
-        if (i < min_at) EXPECT_FALSE(marked);
-        else if (i >= max_at) EXPECT_TRUE(marked);
-        else marked_between += marked;
+        if (i < min_at)
+            EXPECT_FALSE(marked);
+        else if (i >= max_at)
+            EXPECT_TRUE(marked);
+        else
+            marked_between += marked;
         EXPECT_EQ(ip.dscp(), 26); // the DSCP is untouched
     }
     // The probability rises linearly across the band: some marked, not all.
@@ -1076,7 +1089,8 @@ TEST_F(switch_pipeline, a_lossy_group_and_queue_stop_at_their_dynamic_threshold_
     EXPECT_EQ(count(1, port_counter::tail_drops), 50u);
     // The same priority from another port is another group, under its own threshold; but the
     // queue it sends to holds its threshold already.
-    const auto from_port_3 = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.destination_mac = port_mac(3), .payload = 958});
+    const auto from_port_3 =
+        ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.destination_mac = port_mac(3), .payload = 958});
     for (int i = 0; i < 100; ++i) send(from_port_3, 200 + i, 3);
     EXPECT_EQ(sw->queue_depth_frames(1, 0), 50u);
     EXPECT_EQ(count(1, port_counter::tail_drops), 150u);
@@ -1213,16 +1227,19 @@ TEST_F(switch_pipeline, unusable_specs_are_refused_with_a_reason) {
     EXPECT_TRUE(refused([](switch_spec& s) { s.routes.push_back(v4_route("10.3.0.0", 16, {7})); }));
     EXPECT_TRUE(refused([](switch_spec& s) { s.routes.push_back(v4_route("10.3.0.1", 16, {1})); })); // host bits
     EXPECT_TRUE(refused([](switch_spec& s) { s.routes.push_back(v4_route("10.3.0.0", 33, {1})); }));
-    EXPECT_TRUE(refused([](switch_spec& s) { s.routes.push_back(v4_route("10.0.0.0", 8, {2})); }));   // twice
+    EXPECT_TRUE(refused([](switch_spec& s) { s.routes.push_back(v4_route("10.0.0.0", 8, {2})); })); // twice
     EXPECT_TRUE(refused([](switch_spec& s) { s.routes.push_back(v4_route("10.3.0.0", 16, {})); }));
     EXPECT_TRUE(refused([](switch_spec& s) { s.routes[2].next_hop_macs.pop_back(); }));
-    EXPECT_TRUE(refused([](switch_spec& s) { s.routes[0].prefix = ipv6("2001:db8::"); }));             // v4 not mapped
+    EXPECT_TRUE(refused([](switch_spec& s) { s.routes[0].prefix = ipv6("2001:db8::"); })); // v4 not mapped
     EXPECT_TRUE(refused([](switch_spec& s) { s.qos.dscp_to_priority[5] = 8; }));
     EXPECT_TRUE(refused([](switch_spec& s) { s.ports[1].mtu = 0; }));
     EXPECT_TRUE(refused([](switch_spec& s) { s.qos.ets.bandwidth_percent[1] = 1; })); // 101 % in all
     EXPECT_TRUE(refused([](switch_spec& s) { s.qos.ets.bandwidth_percent[0] = 101; }));
     EXPECT_TRUE(refused([](switch_spec& s) { s.ports[2].name = "swp1"; }));
-    EXPECT_TRUE(refused([](switch_spec& s) { s.ports.clear(); s.routes.clear(); }));
+    EXPECT_TRUE(refused([](switch_spec& s) {
+        s.ports.clear();
+        s.routes.clear();
+    }));
 
     auto spec = test_spec();
     spec.routes.push_back(v4_route("10.3.0.0", 16, {7}));

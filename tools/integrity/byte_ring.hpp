@@ -20,9 +20,12 @@ public:
             const std::size_t tail = _live.front().start;
             const std::size_t head = _live.back().start + _live.back().length;
             if (_live.back().start >= tail) { // live bytes are [tail, head): free at the end, then the start
-                if (n <= _size - head) at = head;
-                else if (n <= tail) at = 0;   // never split an allocation: skip the end
-                else return std::nullopt;
+                if (n <= _size - head)
+                    at = head;
+                else if (n <= tail)
+                    at = 0; // never split an allocation: skip the end
+                else
+                    return std::nullopt;
             } else { // wrapped: free bytes are [head, tail)
                 if (n > tail - head) return std::nullopt;
                 at = head;

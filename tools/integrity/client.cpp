@@ -29,17 +29,17 @@ namespace rocefab::tools::integrity {
 namespace {
 
 constexpr std::uint32_t client_send_depth = 128;
-constexpr unsigned max_chain = 16;         // work requests posted with one ibv_post_send
-constexpr std::size_t sge_gap = 64;        // between the pieces of a gathered message
-constexpr std::uint8_t scribble = 0xEE;    // overwrites inline sources after posting, and gaps
+constexpr unsigned max_chain = 16;      // work requests posted with one ibv_post_send
+constexpr std::size_t sge_gap = 64;     // between the pieces of a gathered message
+constexpr std::uint8_t scribble = 0xEE; // overwrites inline sources after posting, and gaps
 
 class client {
 public:
     client(verbs_context& v, const options& o, peer_link& peer)
         : _v(v), _o(o), _peer(peer), _run(o.run), _ops(enabled_ops(o.run.ops_mask)) {
         _send_depth = std::min<std::uint32_t>(client_send_depth, static_cast<std::uint32_t>(v.device.max_qp_wr));
-        create_queue_pair(v, _send_depth, client_receive_depth, 6, 1,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, _peer);
+        create_queue_pair(v, _send_depth, client_receive_depth, 6, 1, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                          _peer);
         const std::size_t worst = _run.max_size + 8 * sge_gap + max_control_size;
         _local_size = std::max<std::size_t>(8 * worst, 1u << 20);
         _local.assign(_local_size, scribble);
@@ -71,7 +71,8 @@ public:
         _atomic_rkey = s.atomic_rkey;
         for (std::uint32_t i = 0; i < atomic_words + 2; ++i) _atomic_value[i] = initial_atomic_word(_run.seed, i);
         if (_ops_use(target::atomic_area) && _v.device.atomic_cap == IBV_ATOMIC_NONE)
-            fail(_peer, "the device does not support atomics (atomic_cap IBV_ATOMIC_NONE): leave cmp_swap and fetch_add out of --ops");
+            fail(_peer, "the device does not support atomics (atomic_cap IBV_ATOMIC_NONE): leave cmp_swap and "
+                        "fetch_add out of --ops");
     }
 
     void run() {
@@ -86,7 +87,8 @@ public:
                 continue;
             }
             if (dog.idle_and_expired(_o.stall_seconds, _v.channel, _peer))
-                fail(_peer, "stalled for %u s at seq %llu of %llu: %lld receive credits, %zu of %zu region bytes in use, "
+                fail(_peer,
+                     "stalled for %u s at seq %llu of %llu: %lld receive credits, %zu of %zu region bytes in use, "
                      "%llu work requests outstanding, ack %s",
                      _o.stall_seconds, static_cast<unsigned long long>(_next_seq),
                      static_cast<unsigned long long>(_run.messages), static_cast<long long>(credits()),
@@ -126,8 +128,7 @@ private:
                 fail(_peer, "receive completion out of order: wr_id %llu, expected %llu",
                      static_cast<unsigned long long>(wc.wr_id), static_cast<unsigned long long>(_receives_completed));
             ++_receives_completed;
-            if (wc.opcode != IBV_WC_RECV || (wc.wc_flags & IBV_WC_WITH_IMM) ||
-                wc.byte_len != credit_message::wire_size)
+            if (wc.opcode != IBV_WC_RECV || (wc.wc_flags & IBV_WC_WITH_IMM) || wc.byte_len != credit_message::wire_size)
                 fail(_peer, "credit message: opcode %s, %u bytes, flags 0x%x; expected RECV of %zu bytes",
                      wc_opcode_name(wc.opcode), wc.byte_len, wc.wc_flags, credit_message::wire_size);
             const std::optional<credit_message> credit =
@@ -136,7 +137,9 @@ private:
             const std::uint64_t reposted = credit->receives_reposted, verified = credit->verified_through,
                                 messages = credit->messages, bytes = credit->bytes;
             if (reposted < _server_reposted || reposted > _receives_used || verified > _next_seq)
-                fail(_peer, "credit message out of range: %llu receives reposted (%llu used), verified through %llu (%llu sent)",
+                fail(_peer,
+                     "credit message out of range: %llu receives reposted (%llu used), verified through %llu (%llu "
+                     "sent)",
                      static_cast<unsigned long long>(reposted), static_cast<unsigned long long>(_receives_used),
                      static_cast<unsigned long long>(verified), static_cast<unsigned long long>(_next_seq));
             _server_reposted = reposted;
@@ -153,12 +156,13 @@ private:
             post_receive();
             return;
         }
-        if (_signalled.empty()) fail(_peer, "send completion wr_id %llu with none signalled", static_cast<unsigned long long>(wc.wr_id));
+        if (_signalled.empty())
+            fail(_peer, "send completion wr_id %llu with none signalled", static_cast<unsigned long long>(wc.wr_id));
         const signalled expected = _signalled.front();
         const std::uint64_t wr_id = expected.wr_id;
         if (wc.wr_id != wr_id)
-            fail(_peer, "send completion out of order: wr_id %llu, expected %llu", static_cast<unsigned long long>(wc.wr_id),
-                 static_cast<unsigned long long>(wr_id));
+            fail(_peer, "send completion out of order: wr_id %llu, expected %llu",
+                 static_cast<unsigned long long>(wc.wr_id), static_cast<unsigned long long>(wr_id));
         if (wc.opcode != expected.opcode)
             fail(_peer, "send completion wr_id %llu: opcode %s, expected %s", static_cast<unsigned long long>(wc.wr_id),
                  wc_opcode_name(wc.opcode), wc_opcode_name(expected.opcode));
@@ -194,7 +198,9 @@ private:
             for (unsigned j = 0; j < r.n; ++j) {
                 std::uint8_t want = 0;
                 if (auto bad = payload_mismatch(r.pieces[j], r.lengths[j], read_area_key(_run.seed), offset, &want))
-                    fail(_peer, "seq %llu (read, %llu bytes at read offset %llu): byte at offset %llu: expected 0x%02x, got 0x%02x",
+                    fail(_peer,
+                         "seq %llu (read, %llu bytes at read offset %llu): byte at offset %llu: expected 0x%02x, got "
+                         "0x%02x",
                          static_cast<unsigned long long>(r.seq), static_cast<unsigned long long>(read_length(r)),
                          static_cast<unsigned long long>(r.read_offset),
                          static_cast<unsigned long long>(offset - r.read_offset + *bad), want, r.pieces[j][*bad]);
@@ -204,8 +210,8 @@ private:
             std::uint64_t got;
             std::memcpy(&got, r.pieces[0], 8);
             if (got != r.expected_original)
-                fail(_peer, "seq %llu (%s): returned original 0x%016llx, expected 0x%016llx", static_cast<unsigned long long>(r.seq),
-                     info(r.op).name, static_cast<unsigned long long>(got),
+                fail(_peer, "seq %llu (%s): returned original 0x%016llx, expected 0x%016llx",
+                     static_cast<unsigned long long>(r.seq), info(r.op).name, static_cast<unsigned long long>(got),
                      static_cast<unsigned long long>(r.expected_original));
         }
         for (unsigned j = 0; j < r.n; ++j)
@@ -235,7 +241,9 @@ private:
         unsigned count = 0;
     };
 
-    bool room(unsigned wrs) const { return outstanding() + _chain.count + wrs <= _send_depth && _chain.count + wrs <= max_chain; }
+    bool room(unsigned wrs) const {
+        return outstanding() + _chain.count + wrs <= _send_depth && _chain.count + wrs <= max_chain;
+    }
 
     // Adds one work request; `pieces` of local memory (already filled) become its SGEs. Returns
     // it, for the atomic operands.
@@ -278,13 +286,16 @@ private:
         _chain.wr[_chain.count - 1].next = nullptr;
         ibv_send_wr* bad = nullptr;
         if (const int e = ibv_post_send(_v.qp, _chain.wr, &bad))
-            fail(_peer, "ibv_post_send of %u work requests failed at wr_id %llu: %s (%llu outstanding, %zu signalled, "
-                 "send queue of %u)", _chain.count, bad ? static_cast<unsigned long long>(bad->wr_id) : 0ull,
-                 std::strerror(e), static_cast<unsigned long long>(outstanding()), _signalled.size(), _send_depth);
+            fail(_peer,
+                 "ibv_post_send of %u work requests failed at wr_id %llu: %s (%llu outstanding, %zu signalled, "
+                 "send queue of %u)",
+                 _chain.count, bad ? static_cast<unsigned long long>(bad->wr_id) : 0ull, std::strerror(e),
+                 static_cast<unsigned long long>(outstanding()), _signalled.size(), _send_depth);
         // Inline data was copied when posting: the source may change now, and must not matter.
         for (unsigned i = 0; i < _chain.count; ++i)
             for (unsigned j = 0; j < 8; ++j)
-                if (_chain.inline_source[i][j]) std::memset(_chain.inline_source[i][j], scribble, _chain.inline_length[i][j]);
+                if (_chain.inline_source[i][j])
+                    std::memset(_chain.inline_source[i][j], scribble, _chain.inline_length[i][j]);
         _wrs_posted += _chain.count;
         _chain.count = 0;
         return true;
@@ -326,8 +337,10 @@ private:
         for (unsigned j = 0; j < count; ++j) {
             const std::uint32_t end = j + 1 < count ? cuts[j] : m.size;
             if (end == start) continue; // equal cuts: fewer, longer pieces
-            if (op.carries_payload) fill_payload(p, end - start, payload_key(_run.seed, m.seq), start);
-            else std::memset(p, scribble, end - start);
+            if (op.carries_payload)
+                fill_payload(p, end - start, payload_key(_run.seed, m.seq), start);
+            else
+                std::memset(p, scribble, end - start);
             pieces[used] = p;
             lengths[used] = end - start;
             ++used;
@@ -410,9 +423,16 @@ private:
             std::uint64_t remote_address = 0, entry_offset = 0;
             std::uint32_t rkey = 0;
             switch (op.area) {
-            case target::write_area: entry_offset = *remote, remote_address = _remote_address + *remote, rkey = _rkey; break;
-            case target::read_area: entry_offset = m.read_offset, remote_address = _read_address + m.read_offset, rkey = _read_rkey; break;
-            case target::atomic_area: entry_offset = std::uint64_t(m.atomic_word) * 8, remote_address = _atomic_address + entry_offset, rkey = _atomic_rkey; break;
+            case target::write_area:
+                entry_offset = *remote, remote_address = _remote_address + *remote, rkey = _rkey;
+                break;
+            case target::read_area:
+                entry_offset = m.read_offset, remote_address = _read_address + m.read_offset, rkey = _read_rkey;
+                break;
+            case target::atomic_area:
+                entry_offset = std::uint64_t(m.atomic_word) * 8, remote_address = _atomic_address + entry_offset,
+                rkey = _atomic_rkey;
+                break;
             case target::none: break;
             }
             const bool places_locally = op.area == target::read_area || op.area == target::atomic_area;
@@ -467,12 +487,12 @@ private:
         std::optional<std::uint32_t> byte_len; // READ and atomics
         std::uint64_t seq;                     // of a data message, for the error message
     };
-    std::deque<signalled> _signalled; // in posting order
+    std::deque<signalled> _signalled;    // in posting order
     std::deque<pending_result> _results; // READs and atomics posted, in posting order
     std::uint64_t _read_address = 0, _atomic_address = 0;
     std::uint32_t _read_rkey = 0, _atomic_rkey = 0;
     std::uint64_t _atomic_value[atomic_words + 2] = {}; // what each word holds once every atomic posted has run
-    std::vector<write_entry> _batch;                                // writes since the last CHECK
+    std::vector<write_entry> _batch;                    // writes since the last CHECK
     std::uint64_t _wrs_posted = 0, _wrs_completed = 0, _since_signal = 0, _bytes_since_signal = 0;
     std::uint64_t _receives_posted = 0, _receives_completed = 0;
     std::uint64_t _receives_used = 0, _server_reposted = 0, _controls_sent = 0;
@@ -490,8 +510,9 @@ int connect_and_send(const options& o) {
     send_hello(peer, c.hello());
     const server_hello s = receive_server_hello(peer);
     if (s.receive_depth < 4) fail(peer, "the server offers %u receives", s.receive_depth);
-    if (s.region_size < o.run.max_size) fail(peer, "the server's region (%llu bytes) is smaller than --max-size",
-                                             static_cast<unsigned long long>(s.region_size));
+    if (s.region_size < o.run.max_size)
+        fail(peer, "the server's region (%llu bytes) is smaller than --max-size",
+             static_cast<unsigned long long>(s.region_size));
     c.connect(s);
     connect_queue_pair(v, o, o.run.mtu, s.qpn, s.psn, s.lid, s.gid, peer);
     c.run();

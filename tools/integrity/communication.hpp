@@ -55,7 +55,10 @@ server_hello receive_server_hello(const peer_link& peer);
 struct watchdog {
     std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
     unsigned idle = 0;
-    void progress() { last = std::chrono::steady_clock::now(); idle = 0; }
+    void progress() {
+        last = std::chrono::steady_clock::now();
+        idle = 0;
+    }
     // Call when an iteration did nothing; returns true when it is time to give up. Looks at the
     // peer every 4096 idle polls (every time when sleeping on events): a peer that failed ends
     // this side too.

@@ -77,16 +77,26 @@ options parse(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "--server") o.server = true;
-        else if (a == "-h" || a == "--help") usage(0);
-        else if (a == "-e" || a == "--events") o.events = true;
-        else if (a == "-d" || a == "--ib-dev") o.device = value();
-        else if (a == "-g" || a == "--gid-idx") o.gid_index = static_cast<int>(number("-g", value(), 0, 255));
-        else if (a == "-p" || a == "--port") o.port = static_cast<std::uint16_t>(number("-p", value(), 1, 65535));
-        else if (a == "-n" || a == "--messages") o.run.messages = number("-n", value(), 1, 0x7fffffff);
-        else if (a == "--seed") o.run.seed = number("--seed", value(), 0, UINT64_MAX);
-        else if (a == "--inject-corruption") o.corrupt_from = number("--inject-corruption", value(), 0, UINT64_MAX);
-        else if (a == "--timeout") o.stall_seconds = static_cast<unsigned>(number("--timeout", value(), 1, 86400));
+        if (a == "--server")
+            o.server = true;
+        else if (a == "-h" || a == "--help")
+            usage(0);
+        else if (a == "-e" || a == "--events")
+            o.events = true;
+        else if (a == "-d" || a == "--ib-dev")
+            o.device = value();
+        else if (a == "-g" || a == "--gid-idx")
+            o.gid_index = static_cast<int>(number("-g", value(), 0, 255));
+        else if (a == "-p" || a == "--port")
+            o.port = static_cast<std::uint16_t>(number("-p", value(), 1, 65535));
+        else if (a == "-n" || a == "--messages")
+            o.run.messages = number("-n", value(), 1, 0x7fffffff);
+        else if (a == "--seed")
+            o.run.seed = number("--seed", value(), 0, UINT64_MAX);
+        else if (a == "--inject-corruption")
+            o.corrupt_from = number("--inject-corruption", value(), 0, UINT64_MAX);
+        else if (a == "--timeout")
+            o.stall_seconds = static_cast<unsigned>(number("--timeout", value(), 1, 86400));
         else if (a == "--mtu") {
             const char* v = value();
             o.run.mtu = static_cast<std::uint32_t>(number("--mtu", v, 256, 4096));
@@ -94,13 +104,17 @@ options parse(int argc, char** argv) {
                 std::fprintf(stderr, "rdma-integrity: --mtu: %s (valid: 1024, 4096)\n", v);
                 std::exit(2);
             }
-        } else if (a == "--max-size") o.run.max_size = static_cast<std::uint32_t>(number("--max-size", value(), 1, 1u << 30));
-        else if (a == "--ops") o.run.ops_mask = parse_ops(value());
+        } else if (a == "--max-size")
+            o.run.max_size = static_cast<std::uint32_t>(number("--max-size", value(), 1, 1u << 30));
+        else if (a == "--ops")
+            o.run.ops_mask = parse_ops(value());
         else if (!a.empty() && a[0] == '-') {
             std::fprintf(stderr, "rdma-integrity: unknown option %s\n", argv[i]);
             usage(2);
-        } else if (o.host.empty()) o.host = argv[i];
-        else usage(2);
+        } else if (o.host.empty())
+            o.host = argv[i];
+        else
+            usage(2);
     }
     if (o.server == !o.host.empty()) usage(2);
     return o;

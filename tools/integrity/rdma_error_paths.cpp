@@ -79,9 +79,9 @@ constexpr auto completion_deadline = std::chrono::seconds(5);
 
 const char* const all_cases[] = {"wrong_rkey", "out_of_bounds_write", "read_without_access", "rnr_exhausted",
                                  "flush_on_error"};
-const char* const known_cases[] = {"wrong_rkey",        "out_of_bounds_write",  "read_without_access",
-                                   "rnr_exhausted",     "flush_on_error",       "retry_exhausted",
-                                   "registration_refused", "write_to_unmapped", "write_to_read_only"};
+const char* const known_cases[] = {"wrong_rkey",           "out_of_bounds_write", "read_without_access",
+                                   "rnr_exhausted",        "flush_on_error",      "retry_exhausted",
+                                   "registration_refused", "write_to_unmapped",   "write_to_read_only"};
 
 // ---- the out-of-band TCP channel ---------------------------------------------------------------
 
@@ -109,13 +109,11 @@ int connect_tcp(const char* host, int port, bool server) {
     return fd;
 }
 
-template <typename T>
-void send_message(int fd, const T& message) {
+template <typename T> void send_message(int fd, const T& message) {
     require(write(fd, &message, sizeof message) == static_cast<ssize_t>(sizeof message), "control write failed");
 }
 
-template <typename T>
-T receive_message(int fd) {
+template <typename T> T receive_message(int fd) {
     T message{};
     std::size_t got = 0;
     while (got < sizeof message) {
@@ -273,26 +271,24 @@ std::string hex(std::uint64_t v) {
 
 // Checks one completion against what the case expects. An error completion's opcode is checked
 // too: IBA 11.4.2.1 leaves it undefined, but ConnectX and rxe report the WR's opcode.
-void expect_completion(findings& f, const std::optional<ibv_wc>& wc, const std::string& what,
-                       ibv_wc_status status, std::optional<ibv_wc_opcode> opcode, std::uint64_t wr_id,
-                       std::uint32_t qp_num) {
+void expect_completion(findings& f, const std::optional<ibv_wc>& wc, const std::string& what, ibv_wc_status status,
+                       std::optional<ibv_wc_opcode> opcode, std::uint64_t wr_id, std::uint32_t qp_num) {
     if (!wc) {
         f.expect(false, what + ": no completion within 5 s (expected " + ibv_wc_status_str(status) + ")");
         return;
     }
-    f.expect(wc->status == status, what + ": status " + ibv_wc_status_str(wc->status) + ", expected " +
-                                       ibv_wc_status_str(status));
+    f.expect(wc->status == status,
+             what + ": status " + ibv_wc_status_str(wc->status) + ", expected " + ibv_wc_status_str(status));
     f.expect(wc->wr_id == wr_id, what + ": wr_id " + hex(wc->wr_id) + ", expected " + hex(wr_id));
     f.expect(wc->qp_num == qp_num, what + ": qp_num " + hex(wc->qp_num) + ", expected " + hex(qp_num));
     if (opcode)
-        f.expect(wc->opcode == *opcode, what + ": opcode " + std::to_string(wc->opcode) + ", expected " +
-                                            std::to_string(*opcode));
+        f.expect(wc->opcode == *opcode,
+                 what + ": opcode " + std::to_string(wc->opcode) + ", expected " + std::to_string(*opcode));
 }
 
 void expect_state(findings& f, ibv_qp* qp, ibv_qp_state expected, const std::string& which) {
     const ibv_qp_state s = query_state(qp);
-    f.expect(s == expected,
-             which + " QP is in " + state_name(s) + " (ibv_query_qp), expected " + state_name(expected));
+    f.expect(s == expected, which + " QP is in " + state_name(s) + " (ibv_query_qp), expected " + state_name(expected));
 }
 
 void expect_cq_empty(findings& f, ibv_cq* cq, const std::string& which) {
@@ -426,8 +422,8 @@ std::string run_client_case(const std::string& name, case_resources& c, const en
                 break;
             }
             if (wc->wr_id >= 0xC10) {
-                expect_completion(f, wc, "receive " + std::to_string(next_receive), IBV_WC_WR_FLUSH_ERR,
-                                  std::nullopt, 0xC10 + next_receive, qpn);
+                expect_completion(f, wc, "receive " + std::to_string(next_receive), IBV_WC_WR_FLUSH_ERR, std::nullopt,
+                                  0xC10 + next_receive, qpn);
                 ++next_receive;
             } else {
                 expect_completion(f, wc, "SEND " + std::to_string(next_send), IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND,
@@ -450,7 +446,8 @@ std::string run_client_case(const std::string& name, case_resources& c, const en
                                              (mr ? "succeeded" : std::strerror(errno)) + ", expected EFAULT");
         if (mr) ibv_dereg_mr(mr);
         mr = ibv_reg_mr(c.mr->pd, page, case_mr_size, IBV_ACCESS_REMOTE_READ);
-        f.expect(mr != nullptr, std::string("registering read-only memory for reading failed: ") + std::strerror(errno));
+        f.expect(mr != nullptr,
+                 std::string("registering read-only memory for reading failed: ") + std::strerror(errno));
         if (mr) ibv_dereg_mr(mr);
         ::munmap(page, case_mr_size);
         errno = 0;
@@ -482,8 +479,8 @@ void check_server_case(const std::string& name, case_resources& c, findings& f) 
         // A remote access error is a responder class C error: the responder's QP goes to ERR
         // too (IBA 9.9.3.1.2), and its posted receive is flushed.
         expect_state(f, c.qp, IBV_QPS_ERR, "the responder's");
-        expect_completion(f, poll_one(c.cq), "the responder's posted receive", IBV_WC_WR_FLUSH_ERR, std::nullopt,
-                          0xE1, c.qp->qp_num);
+        expect_completion(f, poll_one(c.cq), "the responder's posted receive", IBV_WC_WR_FLUSH_ERR, std::nullopt, 0xE1,
+                          c.qp->qp_num);
     } else {
         // An RNR NAK, a flush at the requester or a lost cable leave the responder as it was.
         expect_state(f, c.qp, IBV_QPS_RTS, "the responder's");
@@ -495,8 +492,8 @@ void check_server_case(const std::string& name, case_resources& c, findings& f) 
 // immediate; the server checks both.
 void healthy_client(healthy_pair& h, unsigned case_number, findings& f) {
     for (std::size_t i = 0; i < healthy_write_length; ++i) h.buffer[i] = pattern_byte(i, case_number);
-    f.expect(post_one(h.qp, IBV_WR_RDMA_WRITE, 0xF1, h.mr, 0, healthy_write_length, h.theirs.address,
-                      h.theirs.rkey) == 0,
+    f.expect(post_one(h.qp, IBV_WR_RDMA_WRITE, 0xF1, h.mr, 0, healthy_write_length, h.theirs.address, h.theirs.rkey) ==
+                 0,
              "healthy pair: ibv_post_send (WRITE) failed");
     f.expect(post_one(h.qp, IBV_WR_SEND_WITH_IMM, 0xF2, h.mr, 0, 16, 0, 0, 0xC0DE0000 + case_number) == 0,
              "healthy pair: ibv_post_send (SEND) failed");
@@ -537,13 +534,16 @@ case_resources create_case(const device& dev, const std::string& name, bool serv
 }
 
 endpoint local_endpoint(const device& dev, ibv_qp* qp, ibv_mr* mr, std::uint32_t psn) {
-    return endpoint{qp->qp_num, psn, mr->rkey, static_cast<std::uint32_t>(mr->length),
-                    reinterpret_cast<std::uint64_t>(mr->addr), dev.gid};
+    return endpoint{
+        qp->qp_num, psn, mr->rkey, static_cast<std::uint32_t>(mr->length), reinterpret_cast<std::uint64_t>(mr->addr),
+        dev.gid};
 }
 
 void report(const std::string& name, const findings& f, const std::string& status) {
-    if (f.ok()) std::printf("case %s: ok (%s)\n", name.c_str(), status.c_str());
-    else std::printf("case %s: FAILED: %s\n", name.c_str(), f.first().c_str());
+    if (f.ok())
+        std::printf("case %s: ok (%s)\n", name.c_str(), status.c_str());
+    else
+        std::printf("case %s: FAILED: %s\n", name.c_str(), f.first().c_str());
     std::fflush(stdout);
 }
 
@@ -559,17 +559,25 @@ int main(int argc, char** argv) {
     const char* usage = "usage: rdma-error-paths --server|HOST [-d DEV] [-g GID] [-p PORT] [--case NAME|all]";
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--server") server = true;
-        else if (a == "-d" && i + 1 < argc) device_name = argv[++i];
-        else if (a == "-g" && i + 1 < argc) dev.gid_index = std::atoi(argv[++i]);
-        else if (a == "-p" && i + 1 < argc) port = std::atoi(argv[++i]);
-        else if (a == "--case" && i + 1 < argc) case_name = argv[++i];
-        else if (a[0] != '-') host = argv[i];
-        else die(usage);
+        if (a == "--server")
+            server = true;
+        else if (a == "-d" && i + 1 < argc)
+            device_name = argv[++i];
+        else if (a == "-g" && i + 1 < argc)
+            dev.gid_index = std::atoi(argv[++i]);
+        else if (a == "-p" && i + 1 < argc)
+            port = std::atoi(argv[++i]);
+        else if (a == "--case" && i + 1 < argc)
+            case_name = argv[++i];
+        else if (a[0] != '-')
+            host = argv[i];
+        else
+            die(usage);
     }
     require(server || host, usage);
     std::vector<std::string> cases;
-    if (case_name == "all") cases.assign(std::begin(all_cases), std::end(all_cases));
+    if (case_name == "all")
+        cases.assign(std::begin(all_cases), std::end(all_cases));
     else {
         bool known = false;
         for (const char* k : known_cases) known |= case_name == k;
@@ -640,8 +648,9 @@ int main(int argc, char** argv) {
                 f.expect(::munmap(c.mapping, case_mr_size) == 0, "munmap failed");
                 c.mapping = nullptr;
             }
-            if (name == "write_to_read_only") f.expect(::mprotect(c.mapping, case_mr_size, PROT_READ) == 0, "mprotect failed");
-            sync(fd); // ready
+            if (name == "write_to_read_only")
+                f.expect(::mprotect(c.mapping, case_mr_size, PROT_READ) == 0, "mprotect failed");
+            sync(fd);                  // ready
             receive_message<char>(fd); // the client is done with the failing QP
             check_server_case(name, c, f);
             healthy_server(h, case_number, healthy);

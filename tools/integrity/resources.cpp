@@ -37,8 +37,8 @@ void open_device(verbs_context& v, const options& o, const peer_link& peer) {
     v.psn = entropy() & 0xffffff;
 }
 
-void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t receive_depth,
-                       std::uint32_t send_sge, std::uint32_t recv_sge, int remote_access, const peer_link& peer) {
+void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t receive_depth, std::uint32_t send_sge,
+                       std::uint32_t recv_sge, int remote_access, const peer_link& peer) {
     const int cqe = static_cast<int>(send_depth + receive_depth + 16);
     v.cq = ibv_create_cq(v.context, std::min(cqe, v.device.max_cqe), nullptr, v.channel, 0);
     if (!v.cq) fail(peer, "ibv_create_cq(%d) failed", cqe);
@@ -59,8 +59,8 @@ void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t
             v.max_inline = std::min(a.cap.max_inline_data, 256u);
             v.max_send_sge = std::min(a.cap.max_send_sge, send_sge);
             v.max_recv_sge = std::min(a.cap.max_recv_sge, recv_sge);
-            v.max_read_sge = v.device.max_sge_rd > 0 ? std::min<std::uint32_t>(v.max_send_sge, v.device.max_sge_rd)
-                                                     : v.max_send_sge;
+            v.max_read_sge =
+                v.device.max_sge_rd > 0 ? std::min<std::uint32_t>(v.max_send_sge, v.device.max_sge_rd) : v.max_send_sge;
             break;
         }
     }

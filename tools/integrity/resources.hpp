@@ -33,8 +33,8 @@ void open_device(verbs_context& v, const options& o, const peer_link& peer);
 
 // The CQ and the RC QP, in INIT with `remote_access`. The QP's limits (inline data, SGEs) are the
 // ones asked for or the smaller ones the device grants, in v.max_*.
-void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t receive_depth,
-                       std::uint32_t send_sge, std::uint32_t recv_sge, int remote_access, const peer_link& peer);
+void create_queue_pair(verbs_context& v, std::uint32_t send_depth, std::uint32_t receive_depth, std::uint32_t send_sge,
+                       std::uint32_t recv_sge, int remote_access, const peer_link& peer);
 
 // INIT -> RTR -> RTS towards the peer's QP, as its hello describes it.
 void connect_queue_pair(verbs_context& v, const options& o, std::uint32_t mtu, std::uint32_t remote_qpn,

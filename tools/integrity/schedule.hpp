@@ -69,7 +69,9 @@ struct rng {
     std::uint32_t below(std::uint32_t n) { return n ? static_cast<std::uint32_t>(next() % n) : 0; }
 };
 
-inline std::uint64_t payload_key(std::uint64_t seed, std::uint64_t seq) { return splitmix64(seed ^ splitmix64(seq + 1)); }
+inline std::uint64_t payload_key(std::uint64_t seed, std::uint64_t seq) {
+    return splitmix64(seed ^ splitmix64(seq + 1));
+}
 
 // Byte i of a message is byte (i % 8) (little-endian) of splitmix64(key + (i / 8) * golden).
 inline std::uint64_t payload_word(std::uint64_t key, std::uint64_t word) { return splitmix64(key + word * golden); }

@@ -44,7 +44,8 @@ public:
         : _v(v), _o(o), _peer(peer), _run(hello.run), _ops(enabled_ops(hello.run.ops_mask)) {
         const std::size_t capacity = std::max<std::size_t>(_run.max_size, max_control_size);
         // 256 receives, fewer for big messages: the receive buffers stay under 64 MiB.
-        _depth = static_cast<std::uint32_t>(std::clamp<std::size_t>((64u << 20) / (capacity + 4 * canary_gap), 16, 256));
+        _depth =
+            static_cast<std::uint32_t>(std::clamp<std::size_t>((64u << 20) / (capacity + 4 * canary_gap), 16, 256));
         _depth = std::min<std::uint32_t>(_depth, static_cast<std::uint32_t>(v.device.max_qp_wr));
         _layout.capacity = capacity;
         _layout.max_pieces = 3;
@@ -102,13 +103,14 @@ public:
                 continue;
             }
             if (dog.idle_and_expired(_o.stall_seconds, _v.channel, _peer))
-                fail(_peer, "stalled for %u s: %llu of %llu messages verified, %llu receives completed", _o.stall_seconds,
-                     static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(_run.messages),
+                fail(_peer, "stalled for %u s: %llu of %llu messages verified, %llu receives completed",
+                     _o.stall_seconds, static_cast<unsigned long long>(_next_seq),
+                     static_cast<unsigned long long>(_run.messages),
                      static_cast<unsigned long long>(_receives_completed));
             wait_for_completion(_v, _peer);
         }
-        std::printf("rdma-integrity: %llu messages, %llu bytes, 0 errors\n",
-                    static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(_bytes));
+        std::printf("rdma-integrity: %llu messages, %llu bytes, 0 errors\n", static_cast<unsigned long long>(_next_seq),
+                    static_cast<unsigned long long>(_bytes));
         std::fflush(stdout);
     }
 
@@ -134,8 +136,7 @@ private:
     }
 
     // Calls f(logical_offset, pointer, length) for each piece of the slot's first `length` bytes.
-    template <typename F>
-    void for_each_piece(std::uint64_t slot, std::size_t length, F f) {
+    template <typename F> void for_each_piece(std::uint64_t slot, std::size_t length, F f) {
         const std::uint32_t pieces = _layout.pieces(slot);
         const std::size_t piece = _layout.piece_length(pieces);
         std::uint8_t* base = _receive.data() + slot * _layout.stride;
@@ -169,7 +170,8 @@ private:
             const std::size_t check_end = std::min(length, data + 64);
             for (std::size_t i = data; i < check_end; ++i)
                 if (p[i] != receive_canary)
-                    fail(_peer, "seq %llu: receive buffer written beyond the message's %zu bytes at offset %zu (got 0x%02x)",
+                    fail(_peer,
+                         "seq %llu: receive buffer written beyond the message's %zu bytes at offset %zu (got 0x%02x)",
                          static_cast<unsigned long long>(seq), byte_len, start + i, p[i]);
             for (std::size_t i = 0; i < canary_gap; ++i)
                 if (p[length + i] != receive_canary)
@@ -200,10 +202,11 @@ private:
             if (_receives_posted - _depth - _credited >= _depth / 4) _credit_wanted = true;
             return;
         }
-        if (wc.opcode != IBV_WC_SEND) fail(_peer, "send completion with opcode %s, expected SEND", wc_opcode_name(wc.opcode));
+        if (wc.opcode != IBV_WC_SEND)
+            fail(_peer, "send completion with opcode %s, expected SEND", wc_opcode_name(wc.opcode));
         if (wc.wr_id != _sends_completed)
-            fail(_peer, "send completion out of order: wr_id %llu, expected %llu", static_cast<unsigned long long>(wc.wr_id),
-                 static_cast<unsigned long long>(_sends_completed));
+            fail(_peer, "send completion out of order: wr_id %llu, expected %llu",
+                 static_cast<unsigned long long>(wc.wr_id), static_cast<unsigned long long>(_sends_completed));
         ++_sends_completed;
         --_sends_outstanding;
     }
@@ -228,8 +231,8 @@ private:
             fail(_peer, "seq %llu (send_imm): immediate expected %llu, got %u", static_cast<unsigned long long>(m.seq),
                  static_cast<unsigned long long>(m.seq & 0x7fffffff), imm);
         if (wc.byte_len != m.size)
-            fail(_peer, "seq %llu (%s): byte_len expected %u, got %u", static_cast<unsigned long long>(m.seq), info(m.op).name,
-                 m.size, wc.byte_len);
+            fail(_peer, "seq %llu (%s): byte_len expected %u, got %u", static_cast<unsigned long long>(m.seq),
+                 info(m.op).name, m.size, wc.byte_len);
         verify_receive(slot, m, wc.byte_len);
         _bytes += m.size;
         ++_next_seq;
@@ -251,8 +254,8 @@ private:
             fail(_peer, "seq %llu (write_imm): immediate expected %llu, got %u", static_cast<unsigned long long>(seq),
                  static_cast<unsigned long long>(seq & 0x7fffffff), imm);
         if (byte_len != m.size)
-            fail(_peer, "seq %llu (write_imm): byte_len expected %u, got %u", static_cast<unsigned long long>(seq), m.size,
-                 byte_len);
+            fail(_peer, "seq %llu (write_imm): byte_len expected %u, got %u", static_cast<unsigned long long>(seq),
+                 m.size, byte_len);
         check_and_restore_canary(slot, 0, seq);
         _immediates.push_back(seq);
         _immediate_cursor = seq + 1;
@@ -261,7 +264,8 @@ private:
     void handle_control(std::uint64_t slot, std::uint32_t byte_len) {
         std::uint8_t message[max_control_size];
         if (byte_len < control_header_size || byte_len > max_control_size)
-            fail(_peer, "control message of %u bytes (expected %zu..%zu)", byte_len, control_header_size, max_control_size);
+            fail(_peer, "control message of %u bytes (expected %zu..%zu)", byte_len, control_header_size,
+                 max_control_size);
         for_each_piece(slot, byte_len, [&](std::size_t offset, std::uint8_t* p, std::size_t length) {
             std::memcpy(message + offset, p, length);
         });
@@ -281,8 +285,8 @@ private:
                      static_cast<unsigned long long>(_next_seq), static_cast<unsigned long long>(h.messages),
                      static_cast<unsigned long long>(_run.messages));
             if (h.bytes != _bytes)
-                fail(_peer, "DONE: client sent %llu bytes, server verified %llu", static_cast<unsigned long long>(h.bytes),
-                     static_cast<unsigned long long>(_bytes));
+                fail(_peer, "DONE: client sent %llu bytes, server verified %llu",
+                     static_cast<unsigned long long>(h.bytes), static_cast<unsigned long long>(_bytes));
             verify_atomic_area();
             _finishing = true;
         } else {
@@ -298,8 +302,8 @@ private:
             fail(_peer, "CHECK names seq %llu, expected seq %llu (%s)", static_cast<unsigned long long>(e.seq),
                  static_cast<unsigned long long>(m.seq), info(m.op).name);
         if (e.op != static_cast<std::uint32_t>(m.op) || info(m.op).area == target::none)
-            fail(_peer, "seq %llu: expected %s (%u bytes), CHECK names opcode %u", static_cast<unsigned long long>(m.seq),
-                 info(m.op).name, m.size, e.op);
+            fail(_peer, "seq %llu: expected %s (%u bytes), CHECK names opcode %u",
+                 static_cast<unsigned long long>(m.seq), info(m.op).name, m.size, e.op);
         if (e.length != m.size)
             fail(_peer, "seq %llu (%s): CHECK names %u bytes, expected %u", static_cast<unsigned long long>(m.seq),
                  info(m.op).name, e.length, m.size);
@@ -316,21 +320,24 @@ private:
     // The READ's source must still hold what the server put there: a READ never writes.
     void verify_read_source(const message_plan& m, const write_entry& e) {
         if (e.offset != m.read_offset)
-            fail(_peer, "seq %llu (read): CHECK names read offset %llu, expected %llu", static_cast<unsigned long long>(m.seq),
-                 static_cast<unsigned long long>(e.offset), static_cast<unsigned long long>(m.read_offset));
+            fail(_peer, "seq %llu (read): CHECK names read offset %llu, expected %llu",
+                 static_cast<unsigned long long>(m.seq), static_cast<unsigned long long>(e.offset),
+                 static_cast<unsigned long long>(m.read_offset));
         const std::uint8_t* p = _read_source.data() + e.offset;
         std::uint8_t want = 0;
         if (auto bad = payload_mismatch(p, e.length, read_area_key(_run.seed), e.offset, &want))
-            fail(_peer, "seq %llu (read, %u bytes at read offset %llu): the source changed at byte %zu: expected 0x%02x, "
-                 "got 0x%02x", static_cast<unsigned long long>(m.seq), m.size,
-                 static_cast<unsigned long long>(e.offset), *bad, want, p[*bad]);
+            fail(_peer,
+                 "seq %llu (read, %u bytes at read offset %llu): the source changed at byte %zu: expected 0x%02x, "
+                 "got 0x%02x",
+                 static_cast<unsigned long long>(m.seq), m.size, static_cast<unsigned long long>(e.offset), *bad, want,
+                 p[*bad]);
     }
 
     // Atomics execute at the responder in sequence order, so the model follows them in that order.
     void replay_atomic(const message_plan& m, const write_entry& e) {
         if (e.offset != std::uint64_t(m.atomic_word) * 8)
-            fail(_peer, "seq %llu (%s): CHECK names atomic offset %llu, expected %llu", static_cast<unsigned long long>(m.seq),
-                 info(m.op).name, static_cast<unsigned long long>(e.offset),
+            fail(_peer, "seq %llu (%s): CHECK names atomic offset %llu, expected %llu",
+                 static_cast<unsigned long long>(m.seq), info(m.op).name, static_cast<unsigned long long>(e.offset),
                  static_cast<unsigned long long>(m.atomic_word) * 8);
         _atomic_model[m.atomic_word] = step_of(m, _atomic_model[m.atomic_word]).after;
         _atomic_last[m.atomic_word] = m.seq + 1;
@@ -345,10 +352,12 @@ private:
                          i == 0 || i > atomic_words ? "a guard no atomic targets" : "no atomic targeted it",
                          static_cast<unsigned long long>(_atomic_model[i]),
                          static_cast<unsigned long long>(_atomic_area[i]));
-                fail(_peer, "atomic word %u after its last atomic (seq %llu): expected 0x%016llx, got 0x%016llx "
-                     "(an atomic executed twice, lost, or out of order)", i,
-                     static_cast<unsigned long long>(_atomic_last[i] - 1),
-                     static_cast<unsigned long long>(_atomic_model[i]), static_cast<unsigned long long>(_atomic_area[i]));
+                fail(_peer,
+                     "atomic word %u after its last atomic (seq %llu): expected 0x%016llx, got 0x%016llx "
+                     "(an atomic executed twice, lost, or out of order)",
+                     i, static_cast<unsigned long long>(_atomic_last[i] - 1),
+                     static_cast<unsigned long long>(_atomic_model[i]),
+                     static_cast<unsigned long long>(_atomic_area[i]));
             }
     }
 
@@ -366,7 +375,8 @@ private:
         std::uint8_t* p = _region.data() + e.offset;
         std::uint8_t want = 0;
         if (auto bad = payload_mismatch(p, e.length, payload_key(_run.seed, m.seq), 0, &want))
-            fail(_peer, "seq %llu (%s, %u bytes at region offset %llu): byte at offset %zu: expected 0x%02x, got 0x%02x",
+            fail(_peer,
+                 "seq %llu (%s, %u bytes at region offset %llu): byte at offset %zu: expected 0x%02x, got 0x%02x",
                  static_cast<unsigned long long>(m.seq), info(m.op).name, m.size,
                  static_cast<unsigned long long>(e.offset), *bad, want, p[*bad]);
         std::memset(p, region_canary, e.length); // a later write that does not land shows as canary
@@ -407,9 +417,10 @@ private:
     std::uint32_t _depth = 0;
     receive_layout _layout{};
     std::vector<std::uint8_t> _receive, _region, _credits, _read_source;
-    std::vector<std::uint64_t> _atomic_area;                       // the NIC's, registered
+    std::vector<std::uint64_t> _atomic_area; // the NIC's, registered
     std::vector<std::uint64_t> _atomic_model = std::vector<std::uint64_t>(atomic_words + 2);
-    std::vector<std::uint64_t> _atomic_last = std::vector<std::uint64_t>(atomic_words + 2); // seq + 1 of the last atomic
+    std::vector<std::uint64_t> _atomic_last =
+        std::vector<std::uint64_t>(atomic_words + 2); // seq + 1 of the last atomic
     ibv_mr *_receive_mr = nullptr, *_region_mr = nullptr, *_credits_mr = nullptr, *_read_mr = nullptr,
            *_atomic_mr = nullptr;
     std::uint64_t _receives_posted = 0, _receives_completed = 0, _credited = 0;

@@ -70,8 +70,8 @@ void sync(int fd) {
 }
 
 // Polls one completion through the extended CQ API.
-void poll_one(ibv_cq_ex* cq, ibv_wc_status& status, ibv_wc_opcode& opcode, std::uint32_t& byte_len,
-              std::uint32_t& imm, unsigned& flags, std::uint64_t& wr_id) {
+void poll_one(ibv_cq_ex* cq, ibv_wc_status& status, ibv_wc_opcode& opcode, std::uint32_t& byte_len, std::uint32_t& imm,
+              unsigned& flags, std::uint64_t& wr_id) {
     ibv_poll_cq_attr attr{};
     for (int spin = 0;; ++spin) {
         const int rc = ibv_start_poll(cq, &attr);
@@ -98,12 +98,18 @@ int main(int argc, char** argv) {
     int gid_index = 1, port = 18600;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--server") server = true;
-        else if (a == "-d" && i + 1 < argc) device_name = argv[++i];
-        else if (a == "-g" && i + 1 < argc) gid_index = std::atoi(argv[++i]);
-        else if (a == "-p" && i + 1 < argc) port = std::atoi(argv[++i]);
-        else if (a[0] != '-') host = argv[i];
-        else die("usage: verbs-ex-check --server|HOST [-d DEV] [-g GID] [-p PORT]");
+        if (a == "--server")
+            server = true;
+        else if (a == "-d" && i + 1 < argc)
+            device_name = argv[++i];
+        else if (a == "-g" && i + 1 < argc)
+            gid_index = std::atoi(argv[++i]);
+        else if (a == "-p" && i + 1 < argc)
+            port = std::atoi(argv[++i]);
+        else if (a[0] != '-')
+            host = argv[i];
+        else
+            die("usage: verbs-ex-check --server|HOST [-d DEV] [-g GID] [-p PORT]");
     }
     check(server || host, "usage: verbs-ex-check --server|HOST [-d DEV] [-g GID] [-p PORT]");
 
@@ -139,8 +145,8 @@ int main(int argc, char** argv) {
     check(pd, "ibv_alloc_pd failed");
     std::vector<std::uint8_t> buffer(1 << 16);
     const std::uint64_t iova = 0x100000000ull; // the peer addresses the buffer by this IOVA
-    ibv_mr* mr = ibv_reg_mr_iova2(pd, buffer.data(), buffer.size(), iova,
-                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    ibv_mr* mr =
+        ibv_reg_mr_iova2(pd, buffer.data(), buffer.size(), iova, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     check(mr, "ibv_reg_mr_iova2 failed");
 
     ibv_cq_init_attr_ex cq_attr{};
@@ -227,7 +233,8 @@ int main(int argc, char** argv) {
         check((flags & IBV_WC_WITH_IMM) && imm == 0xfeedbeef, "immediate data missing or wrong");
         check(std::memcmp(buffer.data() + 8192, message, sizeof message) == 0, "inline payload differs");
         for (std::size_t i = 0; i < write_length; ++i)
-            check(buffer[i] == static_cast<std::uint8_t>(i * 13 + 1), "RDMA WRITE byte " + std::to_string(i) + " differs");
+            check(buffer[i] == static_cast<std::uint8_t>(i * 13 + 1),
+                  "RDMA WRITE byte " + std::to_string(i) + " differs");
     } else {
         for (std::size_t i = 0; i < write_length; ++i) buffer[i] = static_cast<std::uint8_t>(i * 13 + 1);
         sync(fd);

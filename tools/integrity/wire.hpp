@@ -20,16 +20,40 @@ namespace rocefab::tools::integrity {
 
 struct writer {
     std::uint8_t* p;
-    void u32(std::uint32_t v) { v = htobe32(v); std::memcpy(p, &v, 4); p += 4; }
-    void u64(std::uint64_t v) { v = htobe64(v); std::memcpy(p, &v, 8); p += 8; }
-    void bytes(const void* b, std::size_t n) { std::memcpy(p, b, n); p += n; }
+    void u32(std::uint32_t v) {
+        v = htobe32(v);
+        std::memcpy(p, &v, 4);
+        p += 4;
+    }
+    void u64(std::uint64_t v) {
+        v = htobe64(v);
+        std::memcpy(p, &v, 8);
+        p += 8;
+    }
+    void bytes(const void* b, std::size_t n) {
+        std::memcpy(p, b, n);
+        p += n;
+    }
 };
 
 struct reader {
     const std::uint8_t* p;
-    std::uint32_t u32() { std::uint32_t v; std::memcpy(&v, p, 4); p += 4; return be32toh(v); }
-    std::uint64_t u64() { std::uint64_t v; std::memcpy(&v, p, 8); p += 8; return be64toh(v); }
-    void bytes(void* b, std::size_t n) { std::memcpy(b, p, n); p += n; }
+    std::uint32_t u32() {
+        std::uint32_t v;
+        std::memcpy(&v, p, 4);
+        p += 4;
+        return be32toh(v);
+    }
+    std::uint64_t u64() {
+        std::uint64_t v;
+        std::memcpy(&v, p, 8);
+        p += 8;
+        return be64toh(v);
+    }
+    void bytes(void* b, std::size_t n) {
+        std::memcpy(b, p, n);
+        p += n;
+    }
 };
 
 constexpr std::uint32_t hello_magic = 0x52494E31;  // "RIN1"

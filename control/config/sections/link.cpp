@@ -11,8 +11,8 @@ namespace {
 
 void read_faults(const yaml_reader& reader, const YAML::Node& node, const std::string& path, fault_params& faults) {
     if (node.IsNull()) return;
-    const yaml_mapping m = reader.expect_map(node, path, {"loss", "corruption", "duplication", "reordering",
-                                                          "reorder_delay"});
+    const yaml_mapping m =
+        reader.expect_map(node, path, {"loss", "corruption", "duplication", "reordering", "reorder_delay"});
     auto probability = [&](std::string_view key, double& into) {
         if (const yaml_entry* e = m.find(key)) into = reader.expect_probability(e->value, m.child_path(key), e->key);
     };
@@ -26,8 +26,9 @@ void read_faults(const yaml_reader& reader, const YAML::Node& node, const std::s
         const auto delay = parse_duration(text);
         if (!delay)
             reader.fail(e->value, key_path,
-                        "bad reorder_delay '" + text + "'; expected a whole number of nanoseconds written with a unit "
-                        "ns, us or ms (e.g. 500ns, 10us)");
+                        "bad reorder_delay '" + text +
+                            "'; expected a whole number of nanoseconds written with a unit "
+                            "ns, us or ms (e.g. 500ns, 10us)");
         if (*delay > max_reorder_delay)
             reader.fail(e->value, key_path,
                         "reorder_delay " + text + " is out of range; expected 0ns to " +
@@ -63,8 +64,9 @@ void read_link_params(const yaml_reader& reader, const yaml_mapping& m, link_par
         const auto speed = parse_speed(text);
         if (!speed)
             reader.fail(e->value, path,
-                        "bad speed '" + text + "'; expected a number and a unit M, G or T, optionally followed by bps "
-                        "(e.g. 100M, 25G, 100Gbps, 2.5G)");
+                        "bad speed '" + text +
+                            "'; expected a number and a unit M, G or T, optionally followed by bps "
+                            "(e.g. 100M, 25G, 100Gbps, 2.5G)");
         if (*speed < min_link_speed_bps || *speed > max_link_speed_bps)
             reader.fail(e->value, path,
                         "speed " + text + " is out of range; expected " + format_speed(min_link_speed_bps) + " to " +
@@ -77,8 +79,9 @@ void read_link_params(const yaml_reader& reader, const yaml_mapping& m, link_par
         const auto delay = parse_duration(text);
         if (!delay)
             reader.fail(e->value, path,
-                        "bad delay '" + text + "'; expected a whole number of nanoseconds written with a unit ns, us "
-                        "or ms (e.g. 500ns, 1us, 1.5us, 2ms)");
+                        "bad delay '" + text +
+                            "'; expected a whole number of nanoseconds written with a unit ns, us "
+                            "or ms (e.g. 500ns, 1us, 1.5us, 2ms)");
         if (*delay > max_link_delay)
             reader.fail(e->value, path,
                         "delay " + text + " is out of range; expected 0ns to " + format_duration(max_link_delay));

@@ -10,12 +10,28 @@ namespace rocefab::config::sections {
 namespace {
 
 void read_dcqcn(const yaml_reader& reader, const YAML::Node& node, const std::string& at, nic_settings& out) {
-    const yaml_mapping m = reader.expect_map(
-        node, at,
-        {"state", "priorities", "rpg_time_reset", "rpg_byte_reset", "rpg_threshold", "rpg_max_rate", "rpg_ai_rate",
-         "rpg_hai_rate", "rpg_gd", "rpg_min_dec_fac", "rpg_min_rate", "rate_to_set_on_first_cnp", "dce_tcp_g",
-         "dce_tcp_rtt", "rate_reduce_monitor_period", "initial_alpha_value", "min_time_between_cnps", "cnp_dscp",
-         "cnp_802p_prio", "clamp_tgt_rate", "clamp_tgt_rate_after_time_inc"});
+    const yaml_mapping m = reader.expect_map(node, at,
+                                             {"state",
+                                              "priorities",
+                                              "rpg_time_reset",
+                                              "rpg_byte_reset",
+                                              "rpg_threshold",
+                                              "rpg_max_rate",
+                                              "rpg_ai_rate",
+                                              "rpg_hai_rate",
+                                              "rpg_gd",
+                                              "rpg_min_dec_fac",
+                                              "rpg_min_rate",
+                                              "rate_to_set_on_first_cnp",
+                                              "dce_tcp_g",
+                                              "dce_tcp_rtt",
+                                              "rate_reduce_monitor_period",
+                                              "initial_alpha_value",
+                                              "min_time_between_cnps",
+                                              "cnp_dscp",
+                                              "cnp_802p_prio",
+                                              "clamp_tgt_rate",
+                                              "clamp_tgt_rate_after_time_inc"});
     nic::dcqcn_params& p = out.dcqcn;
     auto time = [&](const yaml_entry& e, sim_time least, sim_time most) {
         return reader.expect_duration(e.value, m.child_path(e.key), least, most, e.key, "300us");
@@ -35,25 +51,44 @@ void read_dcqcn(const yaml_reader& reader, const YAML::Node& node, const std::st
             for (const YAML::Node& v : reader.expect_list(e.value, m.child_path(k)))
                 priorities |=
                     static_cast<std::uint8_t>(1u << reader.expect_whole(v, m.child_path(k), 0, 7, "priority"));
-        } else if (k == "rpg_time_reset") p.rpg_time_reset = time(e, 1'000, milliseconds(100));
-        else if (k == "rpg_byte_reset") p.rpg_byte_reset = static_cast<std::uint32_t>(whole(e, 0, 1u << 30));
-        else if (k == "rpg_threshold") p.rpg_threshold = static_cast<std::uint32_t>(whole(e, 1, 31));
-        else if (k == "rpg_max_rate") p.rpg_max_rate_mbps = whole(e, 0, mbps_most);
-        else if (k == "rpg_ai_rate") p.rpg_ai_rate_mbps = whole(e, 1, mbps_most);
-        else if (k == "rpg_hai_rate") p.rpg_hai_rate_mbps = whole(e, 1, mbps_most);
-        else if (k == "rpg_gd") p.rpg_gd = static_cast<std::uint32_t>(whole(e, 1, 15));
-        else if (k == "rpg_min_dec_fac") p.rpg_min_dec_fac = static_cast<std::uint32_t>(whole(e, 1, 100));
-        else if (k == "rpg_min_rate") p.rpg_min_rate_mbps = whole(e, 1, mbps_most);
-        else if (k == "rate_to_set_on_first_cnp") p.rate_to_set_on_first_cnp_mbps = whole(e, 0, mbps_most);
-        else if (k == "dce_tcp_g") p.dce_tcp_g = static_cast<std::uint32_t>(whole(e, 0, 1024));
-        else if (k == "dce_tcp_rtt") p.dce_tcp_rtt = time(e, 1, milliseconds(100));
-        else if (k == "rate_reduce_monitor_period") p.rate_reduce_monitor_period = time(e, 0, milliseconds(100));
-        else if (k == "initial_alpha_value") p.initial_alpha_value = static_cast<std::uint32_t>(whole(e, 0, 1024));
-        else if (k == "min_time_between_cnps") p.min_time_between_cnps = time(e, 0, milliseconds(100));
-        else if (k == "cnp_dscp") p.cnp_dscp = static_cast<std::uint8_t>(whole(e, 0, 63));
-        else if (k == "cnp_802p_prio") p.cnp_802p_prio = static_cast<std::uint8_t>(whole(e, 0, 7));
-        else if (k == "clamp_tgt_rate") p.clamp_tgt_rate = whole(e, 0, 1) == 1;
-        else if (k == "clamp_tgt_rate_after_time_inc") p.clamp_tgt_rate_after_time_inc = whole(e, 0, 1) == 1;
+        } else if (k == "rpg_time_reset")
+            p.rpg_time_reset = time(e, 1'000, milliseconds(100));
+        else if (k == "rpg_byte_reset")
+            p.rpg_byte_reset = static_cast<std::uint32_t>(whole(e, 0, 1u << 30));
+        else if (k == "rpg_threshold")
+            p.rpg_threshold = static_cast<std::uint32_t>(whole(e, 1, 31));
+        else if (k == "rpg_max_rate")
+            p.rpg_max_rate_mbps = whole(e, 0, mbps_most);
+        else if (k == "rpg_ai_rate")
+            p.rpg_ai_rate_mbps = whole(e, 1, mbps_most);
+        else if (k == "rpg_hai_rate")
+            p.rpg_hai_rate_mbps = whole(e, 1, mbps_most);
+        else if (k == "rpg_gd")
+            p.rpg_gd = static_cast<std::uint32_t>(whole(e, 1, 15));
+        else if (k == "rpg_min_dec_fac")
+            p.rpg_min_dec_fac = static_cast<std::uint32_t>(whole(e, 1, 100));
+        else if (k == "rpg_min_rate")
+            p.rpg_min_rate_mbps = whole(e, 1, mbps_most);
+        else if (k == "rate_to_set_on_first_cnp")
+            p.rate_to_set_on_first_cnp_mbps = whole(e, 0, mbps_most);
+        else if (k == "dce_tcp_g")
+            p.dce_tcp_g = static_cast<std::uint32_t>(whole(e, 0, 1024));
+        else if (k == "dce_tcp_rtt")
+            p.dce_tcp_rtt = time(e, 1, milliseconds(100));
+        else if (k == "rate_reduce_monitor_period")
+            p.rate_reduce_monitor_period = time(e, 0, milliseconds(100));
+        else if (k == "initial_alpha_value")
+            p.initial_alpha_value = static_cast<std::uint32_t>(whole(e, 0, 1024));
+        else if (k == "min_time_between_cnps")
+            p.min_time_between_cnps = time(e, 0, milliseconds(100));
+        else if (k == "cnp_dscp")
+            p.cnp_dscp = static_cast<std::uint8_t>(whole(e, 0, 63));
+        else if (k == "cnp_802p_prio")
+            p.cnp_802p_prio = static_cast<std::uint8_t>(whole(e, 0, 7));
+        else if (k == "clamp_tgt_rate")
+            p.clamp_tgt_rate = whole(e, 0, 1) == 1;
+        else if (k == "clamp_tgt_rate_after_time_inc")
+            p.clamp_tgt_rate_after_time_inc = whole(e, 0, 1) == 1;
     }
     out.dcqcn_priorities = enabled ? priorities : 0;
 }
@@ -84,8 +119,8 @@ void read_nic(const yaml_reader& reader, const YAML::Node& node, topology& out) 
         reader.fail(e->value, at, "expected a mapping of host names, e.g. { h3: { host-rx-rate: 10G } }");
     for (const yaml_entry& entry : reader.expect_unique_keys(e->value, at)) {
         const std::string name = reader.expect_scalar(entry.key_node, at, "h3");
-        const auto host = std::find_if(out.hosts.begin(), out.hosts.end(),
-                                       [&](const host_config& h) { return h.name == name; });
+        const auto host =
+            std::find_if(out.hosts.begin(), out.hosts.end(), [&](const host_config& h) { return h.name == name; });
         if (host == out.hosts.end()) reader.fail(entry.key_node, at + "." + name, "unknown host '" + name + "'");
         const yaml_mapping settings =
             reader.expect_map(entry.value, at + "." + name, {"host-rx-rate", "trust", "dcqcn"});

@@ -136,9 +136,9 @@ void read_congestion_control(const yaml_reader& reader, const YAML::Node& node, 
 
 qos_spec read_qos(const yaml_reader& reader, const YAML::Node& node, const std::string& path) {
     if (node.IsScalar()) return read_preset(reader, node, path);
-    const yaml_mapping m = reader.expect_map(node, path,
-                                             {"preset", "mapping", "egress-queue-mapping", "pfc", "egress-scheduler",
-                                              "congestion-control", "pfc-watchdog"});
+    const yaml_mapping m = reader.expect_map(
+        node, path,
+        {"preset", "mapping", "egress-queue-mapping", "pfc", "egress-scheduler", "congestion-control", "pfc-watchdog"});
     qos_spec qos;
     if (const yaml_entry* e = m.find("preset")) qos = read_preset(reader, e->value, m.child_path("preset"));
     if (const yaml_entry* e = m.find("mapping")) read_mapping(reader, e->value, m.child_path("mapping"), qos);

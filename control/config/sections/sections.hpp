@@ -40,8 +40,8 @@ buffer_config read_buffer(const yaml_reader& reader, const YAML::Node& node, con
 std::optional<YAML::Node> read_adaptive_routing(const yaml_reader& reader, const YAML::Node& node,
                                                 const std::string& path, switch_config& sw);
 // Marks the ports of switch `s` listed in its adaptive-routing `interfaces:` (at `node`, `path`).
-void read_adaptive_interfaces(const yaml_reader& reader, const YAML::Node& node, const std::string& path,
-                              topology& out, std::size_t s);
+void read_adaptive_interfaces(const yaml_reader& reader, const YAML::Node& node, const std::string& path, topology& out,
+                              std::size_t s);
 // A switch's `routes:`, once its ports are numbered and every MAC assigned.
 std::vector<route> read_static_routes(const yaml_reader& reader, const YAML::Node& node, const std::string& path,
                                       const topology& out, std::size_t s);

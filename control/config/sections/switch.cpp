@@ -26,8 +26,8 @@ std::optional<double> parse_alpha(const std::string& text) {
 }
 
 // The port of switch `s` called by the scalar `node`, or an error listing the switch's ports.
-std::size_t expect_port(const yaml_reader& reader, const YAML::Node& node, const std::string& path,
-                        const topology& out, std::size_t s) {
+std::size_t expect_port(const yaml_reader& reader, const YAML::Node& node, const std::string& path, const topology& out,
+                        std::size_t s) {
     const std::string name = reader.expect_scalar(node, path, "swp1");
     const auto& ports = out.switches[s].ports;
     for (std::size_t p = 0; p < ports.size(); ++p)
@@ -58,8 +58,9 @@ buffer_config read_buffer(const yaml_reader& reader, const YAML::Node& node, con
         constexpr std::uint64_t least = 64 * 1024, most = 1ull << 30;
         if (!size || *size < least || *size > most)
             reader.fail(e->value, at,
-                        "bad buffer size '" + text + "'; expected 64KiB to 1024MiB, in bytes or with a unit B, KB, "
-                        "MB, KiB or MiB (Spectrum-2 has 42MB, Spectrum-4 160MB)");
+                        "bad buffer size '" + text +
+                            "'; expected 64KiB to 1024MiB, in bytes or with a unit B, KB, "
+                            "MB, KiB or MiB (Spectrum-2 has 42MB, Spectrum-4 160MB)");
         buffer.size_bytes = *size;
     }
     if (const yaml_entry* e = m.find("alpha")) {
@@ -68,8 +69,9 @@ buffer_config read_buffer(const yaml_reader& reader, const YAML::Node& node, con
         const auto alpha = parse_alpha(text);
         if (!alpha)
             reader.fail(e->value, at,
-                        "bad alpha '" + text + "'; Spectrum's dynamic threshold takes a power of two: 1/128, 1/64, "
-                        "1/32, 1/16, 1/8, 1/4, 1/2, 1, 2, 4, 8, 16, 32 or 64");
+                        "bad alpha '" + text +
+                            "'; Spectrum's dynamic threshold takes a power of two: 1/128, 1/64, "
+                            "1/32, 1/16, 1/8, 1/4, 1/2, 1, 2, 4, 8, 16, 32 or 64");
         buffer.alpha = *alpha;
     }
     if (const yaml_entry* e = m.find("reserved")) {
@@ -78,8 +80,9 @@ buffer_config read_buffer(const yaml_reader& reader, const YAML::Node& node, con
         const auto reserved = parse_bytes(text);
         if (!reserved || *reserved > 1'000'000)
             reader.fail(e->value, at,
-                        "bad reserved '" + text + "'; expected 0 to 1MB a priority group, in bytes or with a unit B, "
-                        "KB, MB, KiB or MiB");
+                        "bad reserved '" + text +
+                            "'; expected 0 to 1MB a priority group, in bytes or with a unit B, "
+                            "KB, MB, KiB or MiB");
         buffer.reserved_bytes = static_cast<std::uint32_t>(*reserved);
     }
     return buffer;
@@ -98,8 +101,8 @@ std::optional<YAML::Node> read_adaptive_routing(const yaml_reader& reader, const
     return std::nullopt;
 }
 
-void read_adaptive_interfaces(const yaml_reader& reader, const YAML::Node& node, const std::string& path,
-                              topology& out, std::size_t s) {
+void read_adaptive_interfaces(const yaml_reader& reader, const YAML::Node& node, const std::string& path, topology& out,
+                              std::size_t s) {
     for (const YAML::Node& item : reader.expect_list(node, path))
         out.switches[s].ports[expect_port(reader, item, path, out, s)].adaptive_routing = true;
 }

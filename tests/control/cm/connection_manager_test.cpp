@@ -38,8 +38,12 @@ protected:
         b.node_guid = 0x2222;
         connection_manager::sinks out;
         out.send_mad = [this](std::size_t port, const wire::ipv6_address& to, std::uint32_t qpn,
-                              const std::array<std::uint8_t, mad_size>& mad) { wire_.push_back({port, to, qpn, mad}); };
-        out.deliver = [this](connection_manager::session_id s, const cm_protocol::event& e) { events_[s].push_back(e); };
+                              const std::array<std::uint8_t, mad_size>& mad) {
+            wire_.push_back({port, to, qpn, mad});
+        };
+        out.deliver = [this](connection_manager::session_id s, const cm_protocol::event& e) {
+            events_[s].push_back(e);
+        };
         timing_.cm_response_timeout = 15;
         timing_.packet_life_time = 10;
         timing_.max_cm_retries = 2;
@@ -64,7 +68,8 @@ protected:
             if (m.to != wire::ipv6_address::v4_mapped(0x0a000001) && m.to != wire::ipv6_address::v4_mapped(0x0a000002))
                 continue; // nobody has it
             nic::gsi_datagram d;
-            d.source_gid = to == 0 ? wire::ipv6_address::v4_mapped(0x0a000002) : wire::ipv6_address::v4_mapped(0x0a000001);
+            d.source_gid =
+                to == 0 ? wire::ipv6_address::v4_mapped(0x0a000002) : wire::ipv6_address::v4_mapped(0x0a000001);
             d.destination_gid = m.to;
             d.source_qpn = 1;
             d.qkey = nic::gsi_qkey;
@@ -100,9 +105,9 @@ protected:
     std::uint32_t listen_on(std::uint16_t port) {
         const std::uint32_t id = request(server, cm_protocol::op::create_id, 0).id;
         listen_port_ = port;
-        EXPECT_EQ(request(server, cm_protocol::op::bind_addr, id, [](cm_protocol::request& r) {
-                      address(r.source, 0, listen_port_);
-                  }).status,
+        EXPECT_EQ(request(server, cm_protocol::op::bind_addr, id,
+                          [](cm_protocol::request& r) { address(r.source, 0, listen_port_); })
+                      .status,
                   0);
         EXPECT_EQ(request(server, cm_protocol::op::listen, id).status, 0);
         return id;
@@ -112,23 +117,27 @@ protected:
     std::uint32_t connect_to(std::uint16_t port) {
         const std::uint32_t id = request(client, cm_protocol::op::create_id, 0).id;
         connect_port_ = port;
-        EXPECT_EQ(request(client, cm_protocol::op::resolve_addr, id, [](cm_protocol::request& r) {
-                      address(r.destination, 0x0a000002, connect_port_);
-                      r.timeout_ms = 2000;
-                  }).status,
+        EXPECT_EQ(request(client, cm_protocol::op::resolve_addr, id,
+                          [](cm_protocol::request& r) {
+                              address(r.destination, 0x0a000002, connect_port_);
+                              r.timeout_ms = 2000;
+                          })
+                      .status,
                   0);
         EXPECT_EQ(take(client).type, RDMA_CM_EVENT_ADDR_RESOLVED);
         EXPECT_EQ(request(client, cm_protocol::op::resolve_route, id).status, 0);
         EXPECT_EQ(take(client).type, RDMA_CM_EVENT_ROUTE_RESOLVED);
-        EXPECT_EQ(request(client, cm_protocol::op::connect, id, [](cm_protocol::request& r) {
-                      r.conn.qp_num = 0x123;
-                      r.conn.responder_resources = 4;
-                      r.conn.initiator_depth = 2;
-                      r.conn.retry_count = 7;
-                      r.conn.rnr_retry_count = 7;
-                      r.conn.private_data_len = 5;
-                      std::memcpy(r.conn.private_data, "hello", 5);
-                  }).status,
+        EXPECT_EQ(request(client, cm_protocol::op::connect, id,
+                          [](cm_protocol::request& r) {
+                              r.conn.qp_num = 0x123;
+                              r.conn.responder_resources = 4;
+                              r.conn.initiator_depth = 2;
+                              r.conn.retry_count = 7;
+                              r.conn.rnr_retry_count = 7;
+                              r.conn.private_data_len = 5;
+                              std::memcpy(r.conn.private_data, "hello", 5);
+                          })
+                      .status,
                   0);
         return id;
     }
@@ -138,7 +147,8 @@ protected:
         listen_on(port);
         const std::uint32_t active = connect_to(port);
         const auto request_event = take(server);
-        request(server, cm_protocol::op::accept, request_event.id, [](cm_protocol::request& r) { r.conn.qp_num = 0x456; });
+        request(server, cm_protocol::op::accept, request_event.id,
+                [](cm_protocol::request& r) { r.conn.qp_num = 0x456; });
         EXPECT_EQ(take(client).type, cm_protocol::internal_connect_response);
         request(client, cm_protocol::op::accept, active); // the RTU
         EXPECT_EQ(take(server).type, RDMA_CM_EVENT_ESTABLISHED);
@@ -194,11 +204,13 @@ TEST_F(cm_fixture, a_connection_goes_req_rep_rtu_and_both_sides_agree_on_qpns_an
 
     const auto passive_rts = request(server, cm_protocol::op::init_qp_attr, passive,
                                      [](cm_protocol::request& r) { r.qp_state = IBV_QPS_RTS; });
-    EXPECT_EQ(request(server, cm_protocol::op::accept, passive, [](cm_protocol::request& r) {
-                  r.conn.qp_num = 0x456;
-                  r.conn.responder_resources = 2;
-                  r.conn.initiator_depth = 4;
-              }).status,
+    EXPECT_EQ(request(server, cm_protocol::op::accept, passive,
+                      [](cm_protocol::request& r) {
+                          r.conn.qp_num = 0x456;
+                          r.conn.responder_resources = 2;
+                          r.conn.initiator_depth = 4;
+                      })
+                  .status,
               0);
     EXPECT_EQ(cm_->state_of(passive), cm_state::rep_sent);
     const auto response = take(client);
@@ -298,10 +310,12 @@ TEST_F(cm_fixture, a_rejected_request_reaches_the_active_side_with_the_private_d
     listen_on(7471);
     connect_to(7471);
     const auto request_event = take(server);
-    EXPECT_EQ(request(server, cm_protocol::op::reject, request_event.id, [](cm_protocol::request& r) {
-                  r.conn.private_data_len = 3;
-                  std::memcpy(r.conn.private_data, "no!", 3);
-              }).status,
+    EXPECT_EQ(request(server, cm_protocol::op::reject, request_event.id,
+                      [](cm_protocol::request& r) {
+                          r.conn.private_data_len = 3;
+                          std::memcpy(r.conn.private_data, "no!", 3);
+                      })
+                  .status,
               0);
     const auto e = take(client);
     EXPECT_EQ(e.type, RDMA_CM_EVENT_REJECTED);
@@ -335,10 +349,12 @@ TEST_F(cm_fixture, sidr_finds_the_listeners_qp_or_says_the_service_is_not_suppor
     resolve_and_connect(7000);
     const auto request_event = take(server);
     ASSERT_EQ(request_event.type, RDMA_CM_EVENT_CONNECT_REQUEST);
-    EXPECT_EQ(request(server, cm_protocol::op::accept, request_event.id, [](cm_protocol::request& r) {
-                  r.conn.qp_num = 0x789;
-                  r.conn.qkey = RDMA_UDP_QKEY;
-              }).status,
+    EXPECT_EQ(request(server, cm_protocol::op::accept, request_event.id,
+                      [](cm_protocol::request& r) {
+                          r.conn.qp_num = 0x789;
+                          r.conn.qkey = RDMA_UDP_QKEY;
+                      })
+                  .status,
               0);
     const auto established = take(client);
     EXPECT_EQ(established.type, RDMA_CM_EVENT_ESTABLISHED);
@@ -399,13 +415,17 @@ TEST_F(cm_fixture, a_program_cannot_touch_another_channels_id) {
 
 TEST_F(cm_fixture, one_channel_cannot_take_every_id) {
     for (std::uint32_t i = 0; i < connection_manager::max_ids_per_channel; ++i)
-        ASSERT_EQ(cm_->handle(stranger, [] {
-                      cm_protocol::request r{};
-                      r.code = cm_protocol::op::create_id;
-                      r.port_space = RDMA_PS_TCP;
-                      r.qp_type = IBV_QPT_RC;
-                      return r;
-                  }(), now_).status,
+        ASSERT_EQ(cm_->handle(
+                         stranger,
+                         [] {
+                             cm_protocol::request r{};
+                             r.code = cm_protocol::op::create_id;
+                             r.port_space = RDMA_PS_TCP;
+                             r.qp_type = IBV_QPT_RC;
+                             return r;
+                         }(),
+                         now_)
+                      .status,
                   0);
     EXPECT_EQ(request(stranger, cm_protocol::op::create_id, 0).status, ENOMEM);
     EXPECT_EQ(request(client, cm_protocol::op::create_id, 0).status, 0); // others still can
@@ -483,7 +503,8 @@ TEST_F(cm_fixture, the_id_list_shows_who_listens_and_who_is_connected_with_their
     (void)passive;
     const auto ids = cm_->list_ids();
     ASSERT_EQ(ids.size(), 3u); // the listener, and the two ends of the connection
-    const auto listener = std::find_if(ids.begin(), ids.end(), [](const auto& id) { return id.state == cm_state::listening; });
+    const auto listener =
+        std::find_if(ids.begin(), ids.end(), [](const auto& id) { return id.state == cm_state::listening; });
     ASSERT_NE(listener, ids.end());
     EXPECT_EQ(listener->host, "h2");
     EXPECT_EQ(listener->pid, 100);

@@ -70,13 +70,13 @@ TEST_P(bad_config_files, fail_with_the_position_key_and_message_they_document) {
     EXPECT_EQ(error.message.rfind(expected.message_start, 0), 0u) << error.to_string();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    shipped, bad_config_files,
-    testing::Values(bad_file{"unknown-key.yaml", 16, 33, "links[1].sped", "unknown key 'sped'; did you mean 'speed'?"},
-                    bad_file{"duplicate-address.yaml", 12, 33, "hosts[1].nics[0].address",
-                             "duplicate address 10.0.0.1: already used by h1/rfab0 at line 9"},
-                    bad_file{"dangling-link.yaml", 16, 10, "links[1].a",
-                             "unknown node 'h3' (hosts: h1, h2; switches: sw1)"}));
+INSTANTIATE_TEST_SUITE_P(shipped, bad_config_files,
+                         testing::Values(bad_file{"unknown-key.yaml", 16, 33, "links[1].sped",
+                                                  "unknown key 'sped'; did you mean 'speed'?"},
+                                         bad_file{"duplicate-address.yaml", 12, 33, "hosts[1].nics[0].address",
+                                                  "duplicate address 10.0.0.1: already used by h1/rfab0 at line 9"},
+                                         bad_file{"dangling-link.yaml", 16, 10, "links[1].a",
+                                                  "unknown node 'h3' (hosts: h1, h2; switches: sw1)"}));
 
 TEST(config_files, missing_file_is_reported_without_a_position) {
     topology fabric;

@@ -55,7 +55,8 @@ TEST(daemon_config, every_key_loads) {
 TEST(daemon_config, a_group_the_machine_lacks_is_reported_where_it_is_named) {
     topology fabric;
     config_error error;
-    ASSERT_FALSE(parse_topology(fabric_with("daemon:\n  attach-group: no-such-group-here"), "test.yaml", fabric, error));
+    ASSERT_FALSE(
+        parse_topology(fabric_with("daemon:\n  attach-group: no-such-group-here"), "test.yaml", fabric, error));
     EXPECT_EQ(error.line, 2);
     EXPECT_EQ(error.key, "daemon.attach-group");
     EXPECT_CONTAINS(error.message, "no group 'no-such-group-here'");

@@ -25,7 +25,8 @@ hosts:
       - { name: rfab0, address: 10.0.0.2/24 }
 links:
   - { a: h1/rfab0, b: sw1/swp1 }
-)" + second_link + "\n";
+)" + second_link +
+           "\n";
 }
 
 topology load(const std::string& yaml) {
@@ -136,8 +137,8 @@ TEST(faults_config, probability_that_is_not_a_number_shows_both_spellings) {
 }
 
 TEST(faults_config, out_of_range_default_is_reported_under_defaults) {
-    const auto error = load_error(fabric_with("defaults:\n  link:\n    faults:\n      duplication: 1.5",
-                                              "  - { a: h2/rfab0, b: sw1/swp2 }"));
+    const auto error = load_error(
+        fabric_with("defaults:\n  link:\n    faults:\n      duplication: 1.5", "  - { a: h2/rfab0, b: sw1/swp2 }"));
     EXPECT_EQ(error.line, 4);
     EXPECT_EQ(error.column, 20);
     EXPECT_EQ(error.key, "defaults.link.faults.duplication");

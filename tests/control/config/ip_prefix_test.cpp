@@ -32,7 +32,7 @@ TEST(parse_ip_prefix, rejects_missing_or_out_of_range_lengths_and_bad_addresses)
 
 TEST(ip_prefix, contains_compares_only_the_prefix_bits) {
     const auto net = *parse_ip_prefix("10.0.0.1/23");
-    EXPECT_TRUE(net.contains(wire::ipv6_address::v4_mapped(0x0a000164))); // 10.0.1.100
+    EXPECT_TRUE(net.contains(wire::ipv6_address::v4_mapped(0x0a000164)));  // 10.0.1.100
     EXPECT_FALSE(net.contains(wire::ipv6_address::v4_mapped(0x0a000264))); // 10.0.2.100
     const auto host = net.host_prefix();
     EXPECT_EQ(host.length, 32u);

@@ -16,7 +16,8 @@ std::string fabric_with_qos(const std::string& qos) {
     return R"(
 switches:
   - name: sw1
-)" + (qos.empty() ? std::string() : "    qos: " + qos + "\n") + R"(hosts:
+)" + (qos.empty() ? std::string() : "    qos: " + qos + "\n") +
+           R"(hosts:
   - name: h1
     nics:
       - { name: rfab0, address: 10.0.0.1/24 }

@@ -15,7 +15,8 @@ std::string fabric_with(const std::string& extra) {
     return R"(
 switches:
   - name: leaf1
-)" + (extra.empty() ? std::string() : "    " + extra + "\n") + R"(  - name: leaf2
+)" + (extra.empty() ? std::string() : "    " + extra + "\n") +
+           R"(  - name: leaf2
 hosts:
   - { name: h1, nics: [ { name: rfab0, address: 10.0.1.1/24 } ] }
   - { name: h2, nics: [ { name: rfab0, address: 10.0.2.1/24 } ] }
@@ -70,14 +71,15 @@ TEST(switch_config, adaptive_routing_defaults_to_the_ports_facing_other_switches
     const switch_config sw = loaded("adaptive-routing: { state: enabled }").switches[0];
     EXPECT_TRUE(sw.adaptive_routing.enabled);
     EXPECT_EQ(sw.adaptive_routing.link_utilization_threshold_percent, 70);
-    ASSERT_EQ(sw.ports.size(), 3u); // swp1, swp31, swp32
+    ASSERT_EQ(sw.ports.size(), 3u);             // swp1, swp31, swp32
     EXPECT_FALSE(sw.ports[0].adaptive_routing); // the host's port
     EXPECT_TRUE(sw.ports[1].adaptive_routing);
     EXPECT_TRUE(sw.ports[2].adaptive_routing);
 }
 
 TEST(switch_config, adaptive_routing_takes_its_interfaces_and_threshold) {
-    const switch_config sw = loaded("adaptive-routing: { link-utilization-threshold: 50, interfaces: [swp31] }").switches[0];
+    const switch_config sw =
+        loaded("adaptive-routing: { link-utilization-threshold: 50, interfaces: [swp31] }").switches[0];
     EXPECT_TRUE(sw.adaptive_routing.enabled);
     EXPECT_EQ(sw.adaptive_routing.link_utilization_threshold_percent, 50);
     EXPECT_FALSE(sw.ports[0].adaptive_routing);
@@ -93,12 +95,14 @@ TEST(switch_config, a_static_route_replaces_the_computed_route_for_its_prefix) {
     ASSERT_NE(ecmp, nullptr);
     EXPECT_EQ(ecmp->egress_ports.size(), 2u);
 
-    const topology fabric = loaded("routes: [ { prefix: 10.0.2.1/32, via: [swp32] }, { prefix: 10.9.0.0/16, via: [swp31] } ]");
+    const topology fabric =
+        loaded("routes: [ { prefix: 10.0.2.1/32, via: [swp32] }, { prefix: 10.9.0.0/16, via: [swp31] } ]");
     const route* pinned = route_to(fabric, 0, "10.0.2.1/32");
     ASSERT_NE(pinned, nullptr);
     ASSERT_EQ(pinned->egress_ports.size(), 1u);
     EXPECT_EQ(fabric.switches[0].ports[pinned->egress_ports[0]].name, "swp32");
-    EXPECT_EQ(pinned->next_hop_macs[0], fabric.mac_of(fabric.peer_of({endpoint::switch_port, 0, pinned->egress_ports[0]})));
+    EXPECT_EQ(pinned->next_hop_macs[0],
+              fabric.mac_of(fabric.peer_of({endpoint::switch_port, 0, pinned->egress_ports[0]})));
     EXPECT_NE(route_to(fabric, 0, "10.9.0.0/16"), nullptr); // a prefix nothing computed: added
     EXPECT_EQ(fabric.routes[0].size(), computed.routes[0].size() + 1);
     EXPECT_EQ(route_to(fabric, 1, "10.0.2.1/32")->egress_ports.size(), 1u); // leaf2 untouched: its host's port
@@ -130,8 +134,8 @@ TEST(switch_config, bad_values_name_their_line_key_and_the_valid_range) {
         {"routes: [ { prefix: 10.0.2.1/32, via: [swp9] } ]", "routes[0].via", "has no port 'swp9'"},
         {"routes: [ { prefix: 10.0.2.1/32, via: [swp31, swp31] } ]", "routes[0].via", "listed twice"},
         {"routes: [ { prefix: 10.0.2.1/32 } ]", "routes[0]", "missing required key 'via'"},
-        {"routes: [ { prefix: 10.0.2.1/32, via: [swp31] }, { prefix: 10.0.2.1/32, via: [swp32] } ]",
-         "routes[1].prefix", "has a static route already"},
+        {"routes: [ { prefix: 10.0.2.1/32, via: [swp31] }, { prefix: 10.0.2.1/32, via: [swp32] } ]", "routes[1].prefix",
+         "has a static route already"},
     };
     for (const bad& c : cases) {
         SCOPED_TRACE(c.extra);

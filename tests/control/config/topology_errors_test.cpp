@@ -33,7 +33,8 @@ hosts:
       - { name: rfab0, address: 10.0.0.2/24 }
 links:
   - { a: h1/rfab0, b: sw1/swp1 }
-)" + extra_link + "\n";
+)" + extra_link +
+           "\n";
 }
 
 TEST(topology_errors, to_string_reads_file_line_column_key_message) {

@@ -175,7 +175,9 @@ links:
 TEST(topology_load, leaf_spine_leaves_spread_remote_hosts_over_both_spines) {
     const topology fabric = load(leaf_spine);
     ASSERT_EQ(fabric.routes.size(), 4u);
-    const auto spine_port_mac = [&](std::size_t spine, std::size_t port) { return fabric.switches[spine].ports[port].mac; };
+    const auto spine_port_mac = [&](std::size_t spine, std::size_t port) {
+        return fabric.switches[spine].ports[port].mac;
+    };
 
     // leaf1: swp1 h1, swp2 h2, swp31 -> spine1, swp32 -> spine2.
     const auto& leaf1 = fabric.routes[0];

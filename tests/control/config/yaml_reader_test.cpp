@@ -10,8 +10,7 @@ namespace {
 #define EXPECT_CONTAINS(text, part) EXPECT_NE((text).find(part), std::string::npos) << "in: " << (text)
 
 // The error the reader throws while `read` runs, or a failed expectation if it throws none.
-template <typename Read>
-config_error error_of(Read read) {
+template <typename Read> config_error error_of(Read read) {
     try {
         read();
     } catch (const yaml_failure& failure) {
@@ -101,8 +100,9 @@ TEST(yaml_reader, numbers_words_and_units_are_range_checked) {
     EXPECT_EQ(error_of([&] { reader.expect_probability(YAML::Load("150%"), "loss", "loss"); }).message,
               "loss 150% is out of range; expected 0 to 1 (0% to 100%)");
     EXPECT_EQ(reader.expect_duration(YAML::Load("1.5us"), "d", 0, milliseconds(1), "delay", "1us"), 1'500);
-    EXPECT_EQ(error_of([&] { reader.expect_duration(YAML::Load("2ms"), "d", 1'000, milliseconds(1), "delay", "1us"); })
-                  .message,
+    EXPECT_EQ(error_of([&] {
+                  reader.expect_duration(YAML::Load("2ms"), "d", 1'000, milliseconds(1), "delay", "1us");
+              }).message,
               "bad delay '2ms'; expected 1us to 1ms, with a unit ns, us or ms");
     EXPECT_EQ(reader.expect_bytes(YAML::Load("64KiB"), "s", 1, 1u << 20, "size", "1MB"), 65'536u);
     EXPECT_EQ(error_of([&] { reader.expect_bytes(YAML::Load("0"), "s", 1, 100, "size", "1MB"); }).message,

@@ -18,8 +18,11 @@ namespace {
 constexpr std::uint64_t ten_gbps = 10'000'000'000ull;
 
 link_model faulty(const link_faults& faults, unsigned queue = 4096) {
-    return link_model{.speed_bps = ten_gbps, .propagation_delay = nanoseconds(500), .mtu = 4200,
-                      .queue_frames = queue, .faults = faults};
+    return link_model{.speed_bps = ten_gbps,
+                      .propagation_delay = nanoseconds(500),
+                      .mtu = 4200,
+                      .queue_frames = queue,
+                      .faults = faults};
 }
 
 std::uint32_t seq_of(rte_mbuf* m) {
@@ -249,13 +252,17 @@ run_result ping_echo(std::uint64_t seed, const link_faults& faults, bool set_see
     w.attach_all(test_pool());
     virtual_time_driver driver(w);
     driver.run_until_idle(seconds(1));
-    return {ping.trace(), ping.digest(), ping.received(), ping.bad(),
-            {w.link_at(0).counters(), w.link_at(1).counters()}, driver.frames_delivered()};
+    return {ping.trace(),
+            ping.digest(),
+            ping.received(),
+            ping.bad(),
+            {w.link_at(0).counters(), w.link_at(1).counters()},
+            driver.frames_delivered()};
 }
 
 TEST_F(link_faults_test, same_seed_gives_an_identical_trace_and_another_seed_a_different_one) {
-    const link_faults faults{.loss = 0.05, .corruption = 0.05, .duplication = 0.05, .reordering = 0.1,
-                             .reorder_delay = microseconds(3)};
+    const link_faults faults{
+        .loss = 0.05, .corruption = 0.05, .duplication = 0.05, .reordering = 0.1, .reorder_delay = microseconds(3)};
     const run_result first = ping_echo(7, faults), second = ping_echo(7, faults), other = ping_echo(8, faults);
     EXPECT_EQ(first.trace, second.trace);
     EXPECT_EQ(first.digest, second.digest);

@@ -186,7 +186,7 @@ TEST_F(link_test, destroying_a_link_frees_frames_still_on_the_wire) {
     auto l = std::make_unique<link>("a->b", link_endpoint{0, 0}, link_endpoint{1, 0}, ten_gig());
     for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(l->transmit(make_pattern_frame(100, i), 0));
     ASSERT_NE(l->next_arrival(), never); // one frame held out of the ring as the head
-    l.reset();                          // TearDown checks the pool got all of them back
+    l.reset();                           // TearDown checks the pool got all of them back
 }
 
 } // namespace

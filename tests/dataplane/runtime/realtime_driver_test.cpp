@@ -43,13 +43,15 @@ TEST(tsc_clock_test, reading_never_goes_back) {
 // --- the idle back-off ---
 
 TEST(idle_backoff_test, spins_first_then_sleeps_doubling_up_to_the_cap) {
-    idle_backoff b({.spin_iterations = 3, .first_sleep = microseconds(1), .max_sleep = microseconds(200),
+    idle_backoff b({.spin_iterations = 3,
+                    .first_sleep = microseconds(1),
+                    .max_sleep = microseconds(200),
                     .imminent = microseconds(2)});
     for (int i = 0; i < 3; ++i) EXPECT_EQ(b.on_idle(0, never), 0);
     std::vector<sim_time> sleeps;
     for (int i = 0; i < 10; ++i) sleeps.push_back(b.on_idle(0, never));
-    EXPECT_EQ(sleeps, (std::vector<sim_time>{1'000, 2'000, 4'000, 8'000, 16'000, 32'000, 64'000, 128'000, 200'000,
-                                             200'000}));
+    EXPECT_EQ(sleeps,
+              (std::vector<sim_time>{1'000, 2'000, 4'000, 8'000, 16'000, 32'000, 64'000, 128'000, 200'000, 200'000}));
 }
 
 TEST(idle_backoff_test, work_resets_to_spinning_and_the_shortest_sleep) {
@@ -63,7 +65,9 @@ TEST(idle_backoff_test, work_resets_to_spinning_and_the_shortest_sleep) {
 }
 
 TEST(idle_backoff_test, imminent_event_is_waited_for_by_spinning_and_sleep_ends_at_the_next_event) {
-    idle_backoff b({.spin_iterations = 0, .first_sleep = microseconds(100), .max_sleep = microseconds(200),
+    idle_backoff b({.spin_iterations = 0,
+                    .first_sleep = microseconds(100),
+                    .max_sleep = microseconds(200),
                     .imminent = microseconds(2)});
     EXPECT_EQ(b.on_idle(1'000'000, 1'000'000 + microseconds(2)), 0);
     EXPECT_EQ(b.on_idle(1'000'000, 1'000'000 + microseconds(30)), microseconds(30));
@@ -98,12 +102,13 @@ TEST(mailbox_test, a_throwing_posted_closure_is_counted_and_the_rest_still_run) 
 // Drains `box` on a thread of its own until told to stop, as the data plane would.
 class drain_thread {
 public:
-    explicit drain_thread(mailbox& box) : _box(box), _thread([this] {
-        while (!_stop.load()) {
-            _box.run_pending();
-            _box.wait(std::chrono::milliseconds(50));
-        }
-    }) {}
+    explicit drain_thread(mailbox& box)
+        : _box(box), _thread([this] {
+              while (!_stop.load()) {
+                  _box.run_pending();
+                  _box.wait(std::chrono::milliseconds(50));
+              }
+          }) {}
     ~drain_thread() {
         _stop = true;
         _box.wake();

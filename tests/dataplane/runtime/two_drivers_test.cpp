@@ -13,8 +13,8 @@
 namespace rocefab::testing {
 namespace {
 
-constexpr ping_plan plan{.count = 64, .burst = 8, .first_send = microseconds(10), .interval = microseconds(20),
-                         .frame_length = 1476};
+constexpr ping_plan plan{
+    .count = 64, .burst = 8, .first_send = microseconds(10), .interval = microseconds(20), .frame_length = 1476};
 // 1476 + 24 wire bytes at 10 Gb/s: 1200 ns a frame.
 const link_model cable{.speed_bps = 10'000'000'000ull, .propagation_delay = nanoseconds(1000), .mtu = 1500};
 
@@ -37,8 +37,15 @@ struct exchange {
         std::vector<std::uint32_t> order;
     };
     outcome result() const {
-        outcome o{pinger.sent(), pinger.received(), pinger.bad(), pinger.allocation_failures(), pinger.digest(),
-                  echo.echoed(), w.link_at(0).counters(), w.link_at(1).counters(), {}};
+        outcome o{pinger.sent(),
+                  pinger.received(),
+                  pinger.bad(),
+                  pinger.allocation_failures(),
+                  pinger.digest(),
+                  echo.echoed(),
+                  w.link_at(0).counters(),
+                  w.link_at(1).counters(),
+                  {}};
         for (const auto& r : pinger.trace()) o.order.push_back(r.seq);
         return o;
     }

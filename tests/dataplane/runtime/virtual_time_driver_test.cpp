@@ -99,10 +99,10 @@ TEST_F(virtual_time_driver_test, run_until_idle_stops_at_the_limit_when_work_rem
 // and tie. The whole trace (who received what, when) must be identical run after run.
 std::vector<probe_node::event> traced_run() {
     std::vector<probe_node::event> trace;
-    ping_node p1("p1", 1, 3, {.count = 40, .burst = 5, .first_send = 0, .interval = microseconds(3),
-                               .frame_length = 1000});
-    ping_node p2("p2", 2, 3, {.count = 30, .burst = 3, .first_send = 0, .interval = microseconds(2),
-                               .frame_length = 600});
+    ping_node p1("p1", 1, 3,
+                 {.count = 40, .burst = 5, .first_send = 0, .interval = microseconds(3), .frame_length = 1000});
+    ping_node p2("p2", 2, 3,
+                 {.count = 30, .burst = 3, .first_send = 0, .interval = microseconds(2), .frame_length = 600});
     echo_node echo("echo", 2);
     wiring w;
     const node_id i1 = w.add_node(p1), i2 = w.add_node(p2), ie = w.add_node(echo);
@@ -115,7 +115,8 @@ std::vector<probe_node::event> traced_run() {
     EXPECT_TRUE(p2.done());
     for (const auto& r : p1.trace()) trace.push_back({probe_node::event::received, r.time, 1, r.seq});
     for (const auto& r : p2.trace()) trace.push_back({probe_node::event::received, r.time, 2, r.seq});
-    trace.push_back({probe_node::event::polled, driver.now(), 0, static_cast<std::uint32_t>(driver.instants_processed())});
+    trace.push_back(
+        {probe_node::event::polled, driver.now(), 0, static_cast<std::uint32_t>(driver.instants_processed())});
     return trace;
 }
 

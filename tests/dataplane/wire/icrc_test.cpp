@@ -20,9 +20,7 @@ namespace {
 
 #include "tests/dataplane/wire/icrc_vectors.inc"
 
-std::size_t l3_offset_of(const std::uint8_t* frame) {
-    return (frame[12] == 0x81 && frame[13] == 0x00) ? 18 : 14;
-}
+std::size_t l3_offset_of(const std::uint8_t* frame) { return (frame[12] == 0x81 && frame[13] == 0x00) ? 18 : 14; }
 
 TEST(crc32, matches_the_standard_check_value) {
     const std::uint8_t digits[] = {'1', '2', '3', '4', '5', '6', '7', '8', '9'};
@@ -48,9 +46,7 @@ std::uint32_t bitwise_crc_update(std::uint32_t crc, std::span<const std::uint8_t
     return crc;
 }
 
-std::uint32_t bitwise_crc32(std::span<const std::uint8_t> bytes) {
-    return ~bitwise_crc_update(0xffffffff, bytes);
-}
+std::uint32_t bitwise_crc32(std::span<const std::uint8_t> bytes) { return ~bitwise_crc_update(0xffffffff, bytes); }
 
 std::vector<std::uint8_t> random_bytes(std::mt19937& rng, std::size_t n) {
     std::vector<std::uint8_t> v(n);
@@ -154,7 +150,8 @@ TEST(icrc, parser_accepts_every_scapy_vector) {
     for (const auto& v : icrc_vectors) {
         SCOPED_TRACE(v.name);
         parsed_roce p;
-        EXPECT_EQ(parse_roce_frame({v.bytes, v.length}, p), parse_error::none) << to_string(parse_roce_frame({v.bytes, v.length}, p));
+        EXPECT_EQ(parse_roce_frame({v.bytes, v.length}, p), parse_error::none)
+            << to_string(parse_roce_frame({v.bytes, v.length}, p));
     }
 }
 

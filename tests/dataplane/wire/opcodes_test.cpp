@@ -76,9 +76,18 @@ TEST(opcode_table, exactly_the_supported_opcodes_are_valid) {
         ++valid;
         const std::string name = info.name;
         switch (info.transport) {
-        case ib_transport::rc: EXPECT_EQ(op >> 5, 0) << name; EXPECT_EQ(name.substr(0, 3), "RC_"); break;
-        case ib_transport::uc: EXPECT_EQ(op >> 5, 1) << name; EXPECT_EQ(name.substr(0, 3), "UC_"); break;
-        case ib_transport::ud: EXPECT_EQ(op >> 5, 3) << name; EXPECT_EQ(name.substr(0, 3), "UD_"); break;
+        case ib_transport::rc:
+            EXPECT_EQ(op >> 5, 0) << name;
+            EXPECT_EQ(name.substr(0, 3), "RC_");
+            break;
+        case ib_transport::uc:
+            EXPECT_EQ(op >> 5, 1) << name;
+            EXPECT_EQ(name.substr(0, 3), "UC_");
+            break;
+        case ib_transport::ud:
+            EXPECT_EQ(op >> 5, 3) << name;
+            EXPECT_EQ(name.substr(0, 3), "UD_");
+            break;
         case ib_transport::cnp: EXPECT_EQ(op, 0x81); break;
         case ib_transport::none: ADD_FAILURE() << "valid opcode without transport " << op; break;
         }

@@ -55,8 +55,16 @@ TEST(pcap_writer, writes_nanosecond_headers_and_records) {
 
     const auto f = read_file(path);
     ASSERT_EQ(f.size(), 24u + 16 + 60 + 16 + 1500);
-    auto u32 = [&](std::size_t at) { std::uint32_t v; std::memcpy(&v, f.data() + at, 4); return v; };
-    auto u16 = [&](std::size_t at) { std::uint16_t v; std::memcpy(&v, f.data() + at, 2); return v; };
+    auto u32 = [&](std::size_t at) {
+        std::uint32_t v;
+        std::memcpy(&v, f.data() + at, 4);
+        return v;
+    };
+    auto u16 = [&](std::size_t at) {
+        std::uint16_t v;
+        std::memcpy(&v, f.data() + at, 2);
+        return v;
+    };
     EXPECT_EQ(u32(0), 0xa1b23c4du);
     EXPECT_EQ(u16(4), 2);
     EXPECT_EQ(u16(6), 4);
@@ -91,9 +99,10 @@ struct capture_frame {
 // and reports "Malformed". The payload is not ours to judge, so those protocols are off: what is
 // checked is the transport we build, down to the last header byte.
 // UDP checksum validation is on, to check the IPv6 UDP checksums seal_roce_frame() computes.
-const std::string tshark = "/usr/bin/tshark -n -o udp.check_checksum:TRUE --disable-protocol smc --disable-protocol smb_direct"
-                           " --disable-protocol rpcordma --disable-protocol nvme-rdma --disable-protocol lnet"
-                           " --disable-protocol iser --disable-protocol infiniband_sdp --disable-protocol fcoib";
+const std::string tshark =
+    "/usr/bin/tshark -n -o udp.check_checksum:TRUE --disable-protocol smc --disable-protocol smb_direct"
+    " --disable-protocol rpcordma --disable-protocol nvme-rdma --disable-protocol lnet"
+    " --disable-protocol iser --disable-protocol infiniband_sdp --disable-protocol fcoib";
 
 std::vector<capture_frame> one_of_each_family() {
     std::vector<capture_frame> frames;

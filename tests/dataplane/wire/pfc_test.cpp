@@ -17,7 +17,7 @@ TEST(pfc, frame_has_the_802_1qbb_layout) {
                                          0x88, 0x08,                         // MAC control
                                          0x01, 0x01,                         // PFC opcode
                                          0x00, 0x08,                         // priority 3 enabled
-                                         0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0};
+                                         0,    0,    0,    0,    0,    0,    0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0};
     EXPECT_EQ(std::vector<std::uint8_t>(f.begin(), f.begin() + 34), head);
     for (std::size_t i = 34; i < 60; ++i) EXPECT_EQ(f[i], 0) << i;
 }
@@ -52,7 +52,7 @@ TEST(pfc, parser_rejects_what_is_not_pfc) {
 }
 
 TEST(pfc, quanta_are_512_bit_times) {
-    EXPECT_EQ(pause_quanta_to_time(1, 100'000'000'000), 6);        // 5.12 ns, rounded up
+    EXPECT_EQ(pause_quanta_to_time(1, 100'000'000'000), 6);            // 5.12 ns, rounded up
     EXPECT_EQ(pause_quanta_to_time(0xffff, 100'000'000'000), 335'540); // 335.5392 us
     EXPECT_EQ(pause_quanta_to_time(0xffff, 25'000'000'000), 1'342'157);
     EXPECT_EQ(pause_quanta_to_time(1000, 1'000'000'000), 512'000);

@@ -43,7 +43,9 @@ void expect_round_trip(std::uint8_t opcode, bool ipv6, bool vlan, std::size_t pa
     EXPECT_EQ(p.dscp, spec.dscp);
     EXPECT_EQ(p.ecn, spec.ecn);
     EXPECT_EQ(p.hop_limit, spec.hop_limit);
-    if (ipv6) { EXPECT_EQ(p.flow_label, spec.flow_label); }
+    if (ipv6) {
+        EXPECT_EQ(p.flow_label, spec.flow_label);
+    }
     EXPECT_EQ(p.source_gid, spec.source_gid);
     EXPECT_EQ(p.destination_gid, spec.destination_gid);
     EXPECT_EQ(p.udp_source_port, spec.udp_source_port);
@@ -77,9 +79,13 @@ void expect_round_trip(std::uint8_t opcode, bool ipv6, bool vlan, std::size_t pa
         EXPECT_EQ(p.deth_header->source_qpn(), spec.deth_source_qpn);
     }
     EXPECT_EQ(p.immdt_header != nullptr, info.has(opcode_mask::immdt));
-    if (p.immdt_header) { EXPECT_EQ(p.immdt_header->data.load(), spec.immediate); }
+    if (p.immdt_header) {
+        EXPECT_EQ(p.immdt_header->data.load(), spec.immediate);
+    }
     EXPECT_EQ(p.ieth_header != nullptr, info.has(opcode_mask::ieth));
-    if (p.ieth_header) { EXPECT_EQ(p.ieth_header->rkey.load(), spec.ieth_rkey); }
+    if (p.ieth_header) {
+        EXPECT_EQ(p.ieth_header->rkey.load(), spec.ieth_rkey);
+    }
     EXPECT_EQ(p.atomic_eth_header != nullptr, info.has(opcode_mask::atomic_eth));
     if (p.atomic_eth_header) {
         EXPECT_EQ(p.atomic_eth_header->virtual_address.load(), spec.atomic_va);
@@ -88,7 +94,9 @@ void expect_round_trip(std::uint8_t opcode, bool ipv6, bool vlan, std::size_t pa
         EXPECT_EQ(p.atomic_eth_header->compare.load(), spec.atomic_compare);
     }
     EXPECT_EQ(p.atomic_ack_eth_header != nullptr, info.has(opcode_mask::atomic_ack_eth));
-    if (p.atomic_ack_eth_header) { EXPECT_EQ(p.atomic_ack_eth_header->original.load(), spec.atomic_original); }
+    if (p.atomic_ack_eth_header) {
+        EXPECT_EQ(p.atomic_ack_eth_header->original.load(), spec.atomic_original);
+    }
 
     ASSERT_EQ(p.payload_length, payload_length);
     EXPECT_EQ(p.payload, frame.data() + roce_header_length(spec));
@@ -107,7 +115,8 @@ TEST(roce_frame, every_opcode_round_trips_over_ipv4_and_ipv6_with_and_without_vl
         ++opcodes;
         for (bool ipv6 : {false, true})
             for (bool vlan : {false, true})
-                for (std::size_t n : payload_lengths_for(info)) expect_round_trip(static_cast<std::uint8_t>(op), ipv6, vlan, n);
+                for (std::size_t n : payload_lengths_for(info))
+                    expect_round_trip(static_cast<std::uint8_t>(op), ipv6, vlan, n);
     }
     EXPECT_EQ(opcodes, 38);
 }
@@ -143,8 +152,7 @@ TEST(roce_frame, ipv6_carries_a_valid_udp_checksum) {
     // Summing pseudo-header and datagram, checksum included, gives all ones (RFC 1071).
     std::uint32_t sum = 17 + (frame.size() - 54);
     for (std::size_t i = 14 + 8; i < 14 + 40; i += 2) sum += frame[i] << 8 | frame[i + 1];
-    for (std::size_t i = 54; i < frame.size(); i += 2)
-        sum += frame[i] << 8 | (i + 1 < frame.size() ? frame[i + 1] : 0);
+    for (std::size_t i = 54; i < frame.size(); i += 2) sum += frame[i] << 8 | (i + 1 < frame.size() ? frame[i + 1] : 0);
     while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
     EXPECT_EQ(sum, 0xffffu);
 }
@@ -153,7 +161,9 @@ TEST(roce_frame, parser_rejects_every_truncation) {
     for (bool ipv6 : {false, true}) {
         for (auto op : {ib_opcode::rc_rdma_write_only_with_immediate, ib_opcode::rc_acknowledge, ib_opcode::cnp}) {
             const auto spec = sample_spec(to_byte(op), ipv6, true);
-            const auto frame = build_frame(spec, op == ib_opcode::cnp ? cnp_payload_length : op == ib_opcode::rc_acknowledge ? 0 : 37);
+            const auto frame = build_frame(spec, op == ib_opcode::cnp              ? cnp_payload_length
+                                                 : op == ib_opcode::rc_acknowledge ? 0
+                                                                                   : 37);
             for (std::size_t n = 0; n < frame.size(); ++n) {
                 // An exact-size copy, so that reading past the end is reading past an allocation.
                 const std::vector<std::uint8_t> cut(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(n));
@@ -264,7 +274,9 @@ TEST(roce_frame, random_corruption_never_escapes_the_checks) {
         parsed_roce p;
         const parse_error e = parse_roce_frame(f, p);
         const bool variant = (at >= 14 && at < 18) || at == 14 + 7 || at == 54 + 6 || at == 54 + 7 || at == 62 + 4;
-        if (e == parse_error::none) { EXPECT_TRUE(variant || at < 14) << "byte " << at; }
+        if (e == parse_error::none) {
+            EXPECT_TRUE(variant || at < 14) << "byte " << at;
+        }
     }
 }
 

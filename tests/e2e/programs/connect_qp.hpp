@@ -10,7 +10,7 @@ namespace rocefab::test_programs {
 
 struct connect_options {
     ibv_mtu mtu = IBV_MTU_1024;
-    std::uint8_t timeout = 14;  // ConnectX's default as perftest sets it: about 67 ms
+    std::uint8_t timeout = 14; // ConnectX's default as perftest sets it: about 67 ms
     std::uint8_t retry_cnt = 7;
     std::uint8_t rnr_retry = 7; // 7: for ever
     std::uint8_t min_rnr_timer = 12;
@@ -56,10 +56,10 @@ inline int connect_qp(ibv_qp* qp, const ibv_gid& remote_gid, std::uint32_t remot
     a.rnr_retry = o.rnr_retry;
     a.sq_psn = o.sq_psn;
     a.max_rd_atomic = 1;
-    if (int e = ibv_modify_qp(qp, &a,
-                              IBV_QP_STATE | IBV_QP_SQ_PSN |
-                                  (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC
-                                      : 0))) {
+    if (int e = ibv_modify_qp(
+            qp, &a,
+            IBV_QP_STATE | IBV_QP_SQ_PSN |
+                (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC : 0))) {
         if (failed_at) *failed_at = "RTS";
         return e;
     }

@@ -132,10 +132,9 @@ ibv_qp* make_qp(side& s) {
 
 void bring_up(ibv_qp* qp, const ibv_gid& remote_gid, std::uint32_t remote_qpn) {
     const char* step = nullptr;
-    if (rocefab::test_programs::connect_qp(qp, remote_gid, remote_qpn,
-                                           {.timeout = 12, .retry_cnt = 2, .rnr_retry = 2, .min_rnr_timer = 1,
-                                            .access = access_all},
-                                           &step))
+    if (rocefab::test_programs::connect_qp(
+            qp, remote_gid, remote_qpn,
+            {.timeout = 12, .retry_cnt = 2, .rnr_retry = 2, .min_rnr_timer = 1, .access = access_all}, &step))
         die(std::string("to ") + step + " failed");
 }
 
@@ -207,8 +206,8 @@ void attack(side& parent_side, ibv_mr* parent_mr, std::uintptr_t address, const 
     std::memset(buffer, 0, page);
     ibv_mr* local = ibv_reg_mr(own.pd, buffer, page, access_all);
     if (!local) die("cannot register the child's own buffer");
-    const std::string read_status = rdma(own, connect_pair(parent_side, own), IBV_WR_RDMA_READ, local, address,
-                                         parent_mr->rkey);
+    const std::string read_status =
+        rdma(own, connect_pair(parent_side, own), IBV_WR_RDMA_READ, local, address, parent_mr->rkey);
     say("read: " + read_status + " " + hex(static_cast<std::uint8_t*>(buffer), 64));
     std::memset(buffer, 0xbb, page);
     say("write: " + rdma(own, connect_pair(parent_side, own), IBV_WR_RDMA_WRITE, local, address, parent_mr->rkey));
@@ -219,8 +218,7 @@ int holder(const std::map<std::string, std::string>& o) {
     if (const auto start = o.find("start"); start != o.end()) {
         if (start->second != "stdin") die("--start takes only 'stdin'");
         char c;
-        while (::read(0, &c, 1) == 1 && c != '\n') {
-        }
+        while (::read(0, &c, 1) == 1 && c != '\n') {}
     }
     const std::uintptr_t address = std::strtoull(need(o, "address").c_str(), nullptr, 0);
     auto* bytes = static_cast<std::uint8_t*>(map_fixed_page(address));

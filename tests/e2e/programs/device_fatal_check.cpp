@@ -85,7 +85,8 @@ void open_side(side& s, const char* socket) {
 void bring_up(side& s, const side& peer) {
     const char* step = nullptr;
     // The peer never posts a receive: rnr_retry 7 keeps the SEND waiting for ever.
-    if (rocefab::test_programs::connect_qp(s.qp, peer.gid, peer.qp->qp_num, {.rnr_retry = 7, .min_rnr_timer = 1}, &step))
+    if (rocefab::test_programs::connect_qp(s.qp, peer.gid, peer.qp->qp_num, {.rnr_retry = 7, .min_rnr_timer = 1},
+                                           &step))
         die(std::string("to ") + step + " failed");
 }
 
@@ -95,9 +96,12 @@ int main(int argc, char** argv) {
     const char* peer_socket = nullptr;
     std::string wait = "async";
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (std::strcmp(argv[i], "--peer-socket") == 0) peer_socket = argv[i + 1];
-        else if (std::strcmp(argv[i], "--wait") == 0) wait = argv[i + 1];
-        else die(std::string("unknown option ") + argv[i]);
+        if (std::strcmp(argv[i], "--peer-socket") == 0)
+            peer_socket = argv[i + 1];
+        else if (std::strcmp(argv[i], "--wait") == 0)
+            wait = argv[i + 1];
+        else
+            die(std::string("unknown option ") + argv[i]);
     }
     if (!peer_socket || (wait != "async" && wait != "cq-event" && wait != "poll"))
         die("usage: device-fatal-check --peer-socket S --wait async|cq-event|poll");
@@ -180,7 +184,8 @@ int main(int argc, char** argv) {
     // What the program held can still be given back, and the device closed.
     for (side* s : {&x, &y}) {
         const bool freed = !ibv_destroy_qp(s->qp) && !ibv_destroy_cq(s->cq) && !ibv_dereg_mr(s->mr) &&
-                           !ibv_destroy_comp_channel(s->channel) && !ibv_dealloc_pd(s->pd) && !ibv_close_device(s->context);
+                           !ibv_destroy_comp_channel(s->channel) && !ibv_dealloc_pd(s->pd) &&
+                           !ibv_close_device(s->context);
         check(freed, "every object destroyed and the device closed");
     }
     std::printf(all_ok ? "all ok\n" : "some checks FAILED\n");

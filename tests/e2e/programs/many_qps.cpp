@@ -92,13 +92,20 @@ int main(int argc, char** argv) {
     int port = 18800, gid_index = 1;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--server") server = true;
-        else if (a == "-n" && i + 1 < argc) count = static_cast<std::uint32_t>(std::atoi(argv[++i]));
-        else if (a == "-p" && i + 1 < argc) port = std::atoi(argv[++i]);
-        else if (a == "-d" && i + 1 < argc) device_name = argv[++i];
-        else if (a == "-g" && i + 1 < argc) gid_index = std::atoi(argv[++i]);
-        else if (a[0] != '-') host = argv[i];
-        else die("usage: many-qps --server|HOST [-n N] [-p PORT] [-d DEV] [-g GID]");
+        if (a == "--server")
+            server = true;
+        else if (a == "-n" && i + 1 < argc)
+            count = static_cast<std::uint32_t>(std::atoi(argv[++i]));
+        else if (a == "-p" && i + 1 < argc)
+            port = std::atoi(argv[++i]);
+        else if (a == "-d" && i + 1 < argc)
+            device_name = argv[++i];
+        else if (a == "-g" && i + 1 < argc)
+            gid_index = std::atoi(argv[++i]);
+        else if (a[0] != '-')
+            host = argv[i];
+        else
+            die("usage: many-qps --server|HOST [-n N] [-p PORT] [-d DEV] [-g GID]");
     }
     if (!server && !host) die("usage: many-qps --server|HOST [-n N] [-p PORT] [-d DEV] [-g GID]");
     if (count == 0 || count > 16384) die("-n takes 1 to 16384");
@@ -148,7 +155,8 @@ int main(int argc, char** argv) {
     for (std::uint32_t i = 0; i < count; ++i) {
         const char* step = nullptr;
         if (rocefab::test_programs::connect_qp(qps[i], their_gid, theirs[i].qpn,
-                                               {.sq_psn = mine[i].psn, .rq_psn = theirs[i].psn,
+                                               {.sq_psn = mine[i].psn,
+                                                .rq_psn = theirs[i].psn,
                                                 .access = IBV_ACCESS_REMOTE_WRITE,
                                                 .gid_index = static_cast<std::uint8_t>(gid_index)},
                                                &step))

@@ -62,7 +62,11 @@ std::vector<mapping> shared_mappings() {
 
 std::string outcome(int result) {
     if (result == 0) return "ALLOWED";
-    return std::string("refused (") + (errno == EPERM ? "EPERM" : errno == EACCES ? "EACCES" : std::strerror(errno)) + ")";
+    return std::string("refused (") +
+           (errno == EPERM    ? "EPERM"
+            : errno == EACCES ? "EACCES"
+                              : std::strerror(errno)) +
+           ")";
 }
 
 } // namespace
@@ -102,7 +106,9 @@ int main(int argc, char** argv) {
         ibv_modify_qp(qp, &a, IBV_QP_STATE);
         if (qp->qp_type != IBV_QPT_UD) {
             rocefab::test_programs::connect_qp(qp, gid, qp->qp_num,
-                                               {.timeout = 10, .retry_cnt = 1, .rnr_retry = 1,
+                                               {.timeout = 10,
+                                                .retry_cnt = 1,
+                                                .rnr_retry = 1,
                                                 .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ});
             return;
         }
@@ -144,8 +150,8 @@ int main(int argc, char** argv) {
         std::printf("%s (%s): shrink %s, grow %s, punch a hole %s", m.name.c_str(), m.writable ? "rw" : "ro",
                     shrink.c_str(), grow.c_str(), hole.c_str());
         if (!m.writable) {
-            const std::string protect =
-                outcome(::mprotect(reinterpret_cast<void*>(m.start), static_cast<std::size_t>(size), PROT_READ | PROT_WRITE));
+            const std::string protect = outcome(
+                ::mprotect(reinterpret_cast<void*>(m.start), static_cast<std::size_t>(size), PROT_READ | PROT_WRITE));
             void* again = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
             const std::string remap = outcome(again == MAP_FAILED ? -1 : 0);
             if (again != MAP_FAILED) ::munmap(again, static_cast<std::size_t>(size));
