@@ -311,6 +311,27 @@ private:
     void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
     // `why` is logged (a QP the program moves to ERR itself at debug level, others as warnings).
     void enter_error(queue_pair& qp, const char* why);
+    // The one place a QP's state (IBA 10.3.1) changes; a change is traced at debug level.
+    void set_qp_state(queue_pair& qp, ibv_qp_state next);
+    // The engines' states change here, each change traced at debug level; with the level off it
+    // costs a comparison, so the data path may call them per packet.
+    void set_state(queue_pair& qp, requester_state next) { transition(qp, "requester", qp.requester.state, next); }
+    void set_state(queue_pair& qp, completer_state next) { transition(qp, "completer", qp.completer.state, next); }
+    void set_state(queue_pair& qp, responder_state next) { transition(qp, "responder", qp.responder.state, next); }
+    void set_state(queue_pair& qp, receive_state next) { transition(qp, "receive WQE", qp.responder.receive, next); }
+    template <typename State>
+    void transition(const queue_pair& qp, const char* engine, State& state, State next) const {
+        if (state == next) return;
+        if (log::nic().should_log(spdlog::level::debug)) [[unlikely]]
+            log::nic().debug("{}: QP {:#x} {}: {} -> {}", name(), qp.qpn, engine, state_name(state), state_name(next));
+        state = next;
+    }
+    // In SQD with en_sqd_async_notify, every WQE started before the drain has completed: time for
+    // IBV_EVENT_SQ_DRAINED (IBA 10.3.1).
+    static bool drain_complete(const queue_pair& qp) {
+        return qp.requester.state == requester_state::draining && qp.state == IBV_QPS_SQD &&
+               qp.requester.sq_retired == qp.requester.sq_started;
+    }
     bool flush(queue_pair& qp);
 
     // Memory checks (IBA 10.6.3.3 and 9.7.5.1.4): the MR, if the key, PD, bounds and access fit.
@@ -412,7 +433,8 @@ private:
     // window full, only an ACK or the transport timer lets it go on.
     static constexpr std::uint32_t max_unacked_packets = 1024;
     static bool window_full(const queue_pair& qp) {
-        return wire::psn_diff(qp.next_psn, qp.last_acked_psn) > static_cast<std::int32_t>(max_unacked_packets);
+        return wire::psn_diff(qp.requester.next_psn, qp.completer.last_acked_psn) >
+               static_cast<std::int32_t>(max_unacked_packets);
     }
     // When DCQCN's pacer lets the QP's requester send again (0: not rate-limited). The rate
     // must have been advanced to now.
