@@ -198,6 +198,21 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     }
 }
 
+bool nic_node::run_completer_timers(queue_pair& qp, sim_time now) {
+    const bool fired = check_timers(qp, now);
+    if (qp.completer.response_gap_deadline <= now) give_up_waiting_for_responses(qp, now);
+    return fired;
+}
+
+sim_time nic_node::completer_deadline(const queue_pair& qp) const {
+    sim_time earliest = std::min(qp.completer.retransmit_deadline, qp.completer.response_gap_deadline);
+    // A stopped transport timer with requests outstanding is re-armed by check_timers().
+    if (qp.type == IBV_QPT_RC && qp.completer.retransmit_deadline == never && qp.ack_timeout &&
+        qp.requester.sq_retired != qp.requester.sq_started && (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
+        earliest = std::min(earliest, qp.requester.rnr_wait_until);
+    return earliest;
+}
+
 bool nic_node::check_timers(queue_pair& qp, sim_time now) {
     // IBA 9.7.6.1.3: the transport timer runs whenever requests are unacknowledged. Paths that
     // stop it (an RNR wait, a rewind that finds nothing to resend) must not leave it stopped, or

@@ -306,7 +306,7 @@ bool nic_node::poll(sim_time now) {
     const std::size_t n = _active_qps.size();
     for (std::size_t i = 0; i < n; ++i) {
         queue_pair& qp = *_active_qps[(_round_robin + i) % n];
-        did_work |= check_timers(qp, now);
+        did_work |= run_completer_timers(qp, now);
         did_work |= check_gap(qp, now);
         if (qp.state == IBV_QPS_ERR)
             did_work |= flush(qp);
@@ -340,36 +340,7 @@ sim_time nic_node::next_deadline() const {
 }
 
 sim_time nic_node::qp_deadline(const queue_pair& qp) const {
-    const requester_record& req = qp.requester;
-    sim_time earliest =
-        std::min({qp.completer.retransmit_deadline, qp.responder.gap_deadline, qp.completer.response_gap_deadline});
-    // A stopped transport timer with requests outstanding is re-armed by check_timers().
-    if (qp.type == IBV_QPT_RC && qp.completer.retransmit_deadline == never && qp.ack_timeout &&
-        req.sq_retired != req.sq_started && (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
-        earliest = std::min(earliest, req.rnr_wait_until);
-    const std::uint32_t send_posted = qp.control->send.producer.load(std::memory_order_acquire);
-    if (qp.state == IBV_QPS_ERR) {
-        const bool to_flush = qp.responder.receive != receive_state::none || send_posted != qp.requester.sq_retired ||
-                              qp.control->recv.producer.load(std::memory_order_acquire) != qp.responder.rq_consumed;
-        if (to_flush) earliest = 0;
-    } else if (drain_complete(qp)) {
-        earliest = 0;
-    } else if (qp.state == IBV_QPS_SQE) {
-        if (send_posted != qp.requester.sq_retired) earliest = 0;
-    } else if ((qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD) &&
-               (qp.requester.sq_current != qp.requester.sq_started || send_posted != qp.requester.sq_started)) {
-        // A requester waiting for READ/atomic responses (max_rd_atomic, fence) has nothing to do
-        // until one arrives.
-        const std::uint32_t mask = qp.send_size - 1;
-        const hw::send_wqe& next = req.sq_current != req.sq_started ? req.started_work[req.sq_current & mask].wqe
-                                                                    : qp.send_slots[req.sq_started & mask];
-        if (!requester_must_wait(qp, next) && !window_full(qp))
-            earliest = std::min(earliest, std::max({qp.requester.rnr_wait_until, busy_until(0) - transmit_fifo_time,
-                                                    _pauses.until(priority_of(qp)), pacer_wakeup(qp)}));
-    }
-    if (qp.state != IBV_QPS_ERR && (qp.responder.deferred_ack || read_atomic_responses_pending(qp)))
-        earliest = std::min(earliest, std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp))));
-    return earliest;
+    return std::min({requester_deadline(qp), completer_deadline(qp), responder_deadline(qp)});
 }
 
 // ---- completions and events ------------------------------------------------------------------------

@@ -254,6 +254,8 @@ private:
     // Retires the WQE at sq_retired (the oldest), keeping the requester off it.
     void retire_oldest(queue_pair& qp);
     void retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
+    // The transport timer (IBA 9.7.6.1.3) and the wait for READ/atomic responses past a gap.
+    bool run_completer_timers(queue_pair& qp, sim_time now);
     bool check_timers(queue_pair& qp, sim_time now);
     void complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status);
     // completer_read_atomic.cpp: READ responses and atomic ACKs (IBA 9.7.5.2, rxe_comp.c).
@@ -457,7 +459,12 @@ private:
     void take_doorbell(queue_pair& qp);
     void retire_idle_qps();
     // When `qp` next has something to do: 0 at once, `never` when it waits for a frame or a verb.
+    // Each engine answers for itself (requester.cpp, completer.cpp, responder.cpp); the QP's
+    // deadline is the earliest.
     sim_time qp_deadline(const queue_pair& qp) const;
+    sim_time requester_deadline(const queue_pair& qp) const;
+    sim_time completer_deadline(const queue_pair& qp) const;
+    sim_time responder_deadline(const queue_pair& qp) const;
     // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
     // (reaction point).
     void on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);

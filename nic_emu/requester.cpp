@@ -91,6 +91,26 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
     return did_work;
 }
 
+sim_time nic_node::requester_deadline(const queue_pair& qp) const {
+    const requester_record& req = qp.requester;
+    const std::uint32_t send_posted = qp.control->send.producer.load(std::memory_order_acquire);
+    // In ERR and SQE what is posted is flushed (IBA 10.3.1); in SQD the drain may be complete.
+    if (qp.state == IBV_QPS_ERR) return send_posted != req.sq_retired ? 0 : never;
+    if (drain_complete(qp)) return 0;
+    if (qp.state == IBV_QPS_SQE) return send_posted != req.sq_retired ? 0 : never;
+    if ((qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) ||
+        (req.sq_current == req.sq_started && send_posted == req.sq_started))
+        return never;
+    // A requester waiting for READ/atomic responses (max_rd_atomic, fence) or for ACKs (a full
+    // window) has nothing to do until one arrives.
+    const std::uint32_t mask = qp.send_size - 1;
+    const hw::send_wqe& next = req.sq_current != req.sq_started ? req.started_work[req.sq_current & mask].wqe
+                                                                : qp.send_slots[req.sq_started & mask];
+    if (requester_must_wait(qp, next) || window_full(qp)) return never;
+    return std::max({req.rnr_wait_until, busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp)),
+                     pacer_wakeup(qp)});
+}
+
 bool nic_node::start_next_wqe(queue_pair& qp) {
     const std::uint32_t producer = qp.control->send.producer.load(std::memory_order_acquire);
     if (producer == qp.requester.sq_started) return false;

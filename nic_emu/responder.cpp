@@ -96,7 +96,6 @@ void nic_node::drain_early(queue_pair& qp, sim_time now) {
 }
 
 bool nic_node::check_gap(queue_pair& qp, sim_time now) {
-    if (qp.completer.response_gap_deadline <= now) give_up_waiting_for_responses(qp, now);
     if (qp.responder.gap_deadline > now) return false;
     if (qp.state == IBV_QPS_ERR)
         release_early(qp);
@@ -105,6 +104,21 @@ bool nic_node::check_gap(queue_pair& qp, sim_time now) {
     else
         qp.responder.gap_deadline = never;
     return true;
+}
+
+sim_time nic_node::responder_deadline(const queue_pair& qp) const {
+    if (qp.state == IBV_QPS_ERR) {
+        // What the responder holds or what is posted is flushed (IBA 10.3.1).
+        const bool to_flush = qp.responder.receive != receive_state::none ||
+                              qp.control->recv.producer.load(std::memory_order_acquire) != qp.responder.rq_consumed;
+        return to_flush ? 0 : qp.responder.gap_deadline;
+    }
+    // READ responses, atomic ACKs and the acknowledgement deferred behind them go out as the
+    // port and PFC allow.
+    if (qp.responder.deferred_ack || read_atomic_responses_pending(qp))
+        return std::min(qp.responder.gap_deadline,
+                        std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp))));
+    return qp.responder.gap_deadline;
 }
 
 void nic_node::release_early(queue_pair& qp) {
