@@ -58,32 +58,34 @@ void nic_node::complete_send(queue_pair& qp, const send_work& work, ibv_wc_statu
 void nic_node::retire_oldest(queue_pair& qp) {
     // Free the slot before the completion is visible: a program that polls it may post again at
     // once (rxe's do_complete orders them the same way).
-    ++qp.sq_retired;
-    qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+    ++qp.requester.sq_retired;
+    qp.control->send.consumer.store(qp.requester.sq_retired, std::memory_order_release);
     // A rewind (timeout or NAK) may have left the requester on this WQE with its retry not sent
     // yet, e.g. while the port was busy, and then the original responses arrived. The retry is
     // pointless now; left there, the requester would wait for ever on a WQE that is gone. It goes
     // on from the next WQE, resending it whole if it had been sent.
-    if (static_cast<std::int32_t>(qp.sq_current - qp.sq_retired) < 0) {
-        qp.sq_current = qp.sq_retired;
-        qp.sq_offset = 0;
-        qp.next_psn = qp.sq_current != qp.sq_started ? qp.started_work[qp.sq_current & (qp.send_size - 1)].first_psn
-                                                     : qp.psn_frontier;
+    requester_record& req = qp.requester;
+    if (static_cast<std::int32_t>(req.sq_current - req.sq_retired) < 0) {
+        req.sq_current = req.sq_retired;
+        req.sq_offset = 0;
+        req.next_psn = req.sq_current != req.sq_started
+                           ? req.started_work[req.sq_current & (qp.send_size - 1)].first_psn
+                           : req.psn_frontier;
     }
 }
 
 void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
     const std::uint32_t mask = qp.send_size - 1;
     bool progressed = false;
-    while (qp.sq_retired != qp.sq_started) {
-        const send_work& work = qp.started_work[qp.sq_retired & mask];
+    while (qp.requester.sq_retired != qp.requester.sq_started) {
+        const send_work& work = qp.requester.started_work[qp.requester.sq_retired & mask];
         const std::uint32_t last_psn = wire::psn_add(work.first_psn, work.packets - 1);
         if (wire::psn_diff(last_psn, acked_psn) > 0) break;
         if (is_read_or_atomic(work.wqe.opcode)) {
             // Only its responses complete a READ or atomic (completer_read_atomic.cpp); an
             // acknowledgement past it acknowledges nothing beyond what was received of it.
-            acked_psn = wire::psn_diff(qp.last_acked_psn, work.first_psn) >= 0
-                            ? qp.last_acked_psn
+            acked_psn = wire::psn_diff(qp.completer.last_acked_psn, work.first_psn) >= 0
+                            ? qp.completer.last_acked_psn
                             : wire::psn_add(work.first_psn, wire::psn_mask);
             break;
         }
@@ -91,16 +93,17 @@ void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_
         complete_send(qp, work, IBV_WC_SUCCESS);
         progressed = true;
     }
-    if (wire::psn_diff(acked_psn, qp.last_acked_psn) > 0) {
-        qp.last_acked_psn = acked_psn;
+    if (wire::psn_diff(acked_psn, qp.completer.last_acked_psn) > 0) {
+        qp.completer.last_acked_psn = acked_psn;
         progressed = true;
     }
     // An ACK beyond where a rewind left the requester makes resending those packets pointless.
-    if (wire::psn_diff(qp.next_psn, wire::psn_add(acked_psn, 1)) < 0) rewind_to(qp, wire::psn_add(acked_psn, 1));
+    if (wire::psn_diff(qp.requester.next_psn, wire::psn_add(acked_psn, 1)) < 0)
+        rewind_to(qp, wire::psn_add(acked_psn, 1));
     if (progressed) {
-        qp.retries_left = qp.attr.retry_cnt;
-        const bool outstanding = qp.sq_retired != qp.sq_started;
-        qp.retransmit_deadline = outstanding && qp.ack_timeout ? now + qp.ack_timeout : never;
+        qp.completer.retries_left = qp.attr.retry_cnt;
+        const bool outstanding = qp.requester.sq_retired != qp.requester.sq_started;
+        qp.completer.retransmit_deadline = outstanding && qp.ack_timeout ? now + qp.ack_timeout : never;
     }
 }
 
@@ -119,7 +122,7 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     }
     const std::uint32_t psn = packet.bth_header->psn();
     // Only PSNs of packets actually sent and not yet acknowledged mean anything (IBA 9.7.5.2.1).
-    if (wire::psn_diff(psn, qp.psn_frontier) >= 0 || wire::psn_diff(psn, qp.last_acked_psn) < 0) {
+    if (wire::psn_diff(psn, qp.requester.psn_frontier) >= 0 || wire::psn_diff(psn, qp.completer.last_acked_psn) < 0) {
         ++_counters.duplicate_request;
         return;
     }
@@ -128,7 +131,7 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     // A NAK names the PSN the responder expected, so it acknowledges only what precedes it
     // (IBA 9.7.5.2.8). One naming a PSN already acknowledged (by a READ response or atomic ACK
     // that overtook it, or a late duplicate) is stale: the retry it asks for has happened.
-    if (!wire::aeth_syndrome::is_ack(syndrome) && wire::psn_diff(psn, qp.last_acked_psn) <= 0) {
+    if (!wire::aeth_syndrome::is_ack(syndrome) && wire::psn_diff(psn, qp.completer.last_acked_psn) <= 0) {
         ++_counters.duplicate_request;
         return;
     }
@@ -136,9 +139,9 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     if (wire::aeth_syndrome::is_ack(syndrome)) {
         if (wait_for_missing_responses(qp, psn, nullptr, now)) return;
         if (implied_nak(qp, psn, now)) return;
-        if (wire::psn_diff(psn, qp.last_acked_psn) > 0) qp.implied_retry_started = false;
+        if (wire::psn_diff(psn, qp.completer.last_acked_psn) > 0) set_state(qp, completer_state::ready);
         retire_acknowledged(qp, psn, now);
-        qp.rnr_retries_left = qp.attr.rnr_retry;
+        qp.completer.rnr_retries_left = qp.attr.rnr_retry;
         return;
     }
 
@@ -151,7 +154,8 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     retire_acknowledged(qp, before, now);
     const std::uint32_t mask = qp.send_size - 1;
     auto fail_current = [&](ibv_wc_status status) {
-        if (qp.sq_retired != qp.sq_started) qp.started_work[qp.sq_retired & mask].status = status;
+        requester_record& req = qp.requester;
+        if (req.sq_retired != req.sq_started) req.started_work[req.sq_retired & mask].status = status;
         enter_error(qp, wire::aeth_syndrome::is_nak(syndrome) ? wire::to_string(wire::aeth_syndrome::nak_code_of(syndrome))
                                                               : "RNR retry count exceeded");
     };
@@ -159,17 +163,17 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     if (wire::aeth_syndrome::is_rnr_nak(syndrome)) {
         ++_counters.rnr_nak_received;
         if (qp.attr.rnr_retry != 7) { // 7 means retry for ever (IBA 9.7.5.2.8)
-            if (qp.rnr_retries_left == 0) {
+            if (qp.completer.rnr_retries_left == 0) {
                 ++_counters.rnr_nak_retry_err;
                 fail_current(IBV_WC_RNR_RETRY_EXC_ERR);
                 return;
             }
-            --qp.rnr_retries_left;
+            --qp.completer.rnr_retries_left;
         }
-        qp.rnr_wait_until = now + rnr_wait(wire::aeth_syndrome::rnr_timer_of(syndrome));
+        qp.requester.rnr_wait_until = now + rnr_wait(wire::aeth_syndrome::rnr_timer_of(syndrome));
         rewind_to(qp, psn);
         // The transport timer does not run while waiting out an RNR NAK.
-        qp.retransmit_deadline = never;
+        qp.completer.retransmit_deadline = never;
         return;
     }
 
@@ -194,35 +198,50 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     }
 }
 
+bool nic_node::run_completer_timers(queue_pair& qp, sim_time now) {
+    const bool fired = check_timers(qp, now);
+    if (qp.completer.response_gap_deadline <= now) give_up_waiting_for_responses(qp, now);
+    return fired;
+}
+
+sim_time nic_node::completer_deadline(const queue_pair& qp) const {
+    sim_time earliest = std::min(qp.completer.retransmit_deadline, qp.completer.response_gap_deadline);
+    // A stopped transport timer with requests outstanding is re-armed by check_timers().
+    if (qp.type == IBV_QPT_RC && qp.completer.retransmit_deadline == never && qp.ack_timeout &&
+        qp.requester.sq_retired != qp.requester.sq_started && (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
+        earliest = std::min(earliest, qp.requester.rnr_wait_until);
+    return earliest;
+}
+
 bool nic_node::check_timers(queue_pair& qp, sim_time now) {
     // IBA 9.7.6.1.3: the transport timer runs whenever requests are unacknowledged. Paths that
     // stop it (an RNR wait, a rewind that finds nothing to resend) must not leave it stopped, or
     // the QP waits for ever: re-arm it once any RNR wait is over.
-    if (qp.type == IBV_QPT_RC && qp.retransmit_deadline == never && qp.ack_timeout &&
-        qp.sq_retired != qp.sq_started && now >= qp.rnr_wait_until &&
+    if (qp.type == IBV_QPT_RC && qp.completer.retransmit_deadline == never && qp.ack_timeout &&
+        qp.requester.sq_retired != qp.requester.sq_started && now >= qp.requester.rnr_wait_until &&
         (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
-        qp.retransmit_deadline = now + qp.ack_timeout;
-    if (qp.retransmit_deadline > now) return false;
+        qp.completer.retransmit_deadline = now + qp.ack_timeout;
+    if (qp.completer.retransmit_deadline > now) return false;
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) {
-        qp.retransmit_deadline = never;
+        qp.completer.retransmit_deadline = never;
         return false;
     }
-    if (qp.sq_retired == qp.sq_started) {
-        qp.retransmit_deadline = never;
+    if (qp.requester.sq_retired == qp.requester.sq_started) {
+        qp.completer.retransmit_deadline = never;
         return false;
     }
     // IBA 9.7.6.1.3: the transport timer expired; resend from the oldest unacknowledged PSN,
     // at most retry_cnt times.
     ++_counters.local_ack_timeout_err;
-    if (qp.retries_left == 0) {
-        qp.started_work[qp.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
+    if (qp.completer.retries_left == 0) {
+        qp.requester.started_work[qp.requester.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
         enter_error(qp, "transport retry count exceeded (no acknowledgement)");
         return true;
     }
-    --qp.retries_left;
-    qp.implied_retry_started = false; // the retry an implied NAK started may itself be lost
-    rewind_to(qp, wire::psn_add(qp.last_acked_psn, 1));
-    qp.retransmit_deadline = now + qp.ack_timeout;
+    --qp.completer.retries_left;
+    set_state(qp, completer_state::ready); // the retry an implied NAK started may itself be lost
+    rewind_to(qp, wire::psn_add(qp.completer.last_acked_psn, 1));
+    qp.completer.retransmit_deadline = now + qp.ack_timeout;
     return true;
 }
 

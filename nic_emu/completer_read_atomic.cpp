@@ -20,13 +20,14 @@ bool nic_node::scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std
 
 bool nic_node::implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::uint32_t& resume) const {
     const std::uint32_t mask = qp.send_size - 1;
-    for (std::uint32_t i = qp.sq_retired; i != qp.sq_started; ++i) {
-        const send_work& work = qp.started_work[i & mask];
+    for (std::uint32_t i = qp.requester.sq_retired; i != qp.requester.sq_started; ++i) {
+        const send_work& work = qp.requester.started_work[i & mask];
         if (!is_read_or_atomic(work.wqe.opcode)) continue;
         // The first response PSN not received yet: responses are only accepted for the oldest
         // WQE, so a WQE behind others has received none.
-        const std::uint32_t next_acked = wire::psn_add(qp.last_acked_psn, 1);
-        resume = i == qp.sq_retired && wire::psn_diff(next_acked, work.first_psn) > 0 ? next_acked : work.first_psn;
+        const std::uint32_t next_acked = wire::psn_add(qp.completer.last_acked_psn, 1);
+        resume = i == qp.requester.sq_retired && wire::psn_diff(next_acked, work.first_psn) > 0 ? next_acked
+                                                                                                : work.first_psn;
         return wire::psn_diff(acked_psn, resume) >= 0;
     }
     return false;
@@ -38,17 +39,17 @@ bool nic_node::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now
     // Everything before the READ/atomic is acknowledged; its missing responses are asked for
     // again, once per loss (a retry in progress ignores the stale responses still coming).
     retire_acknowledged(qp, wire::psn_add(resume, wire::psn_mask), now);
-    if (qp.implied_retry_started) return true;
+    if (qp.completer.state == completer_state::implied_retry) return true;
     ++_counters.implied_nak_seq_err;
-    if (qp.retries_left == 0) {
-        qp.started_work[qp.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
+    if (qp.completer.retries_left == 0) {
+        qp.requester.started_work[qp.requester.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
         enter_error(qp, "transport retry count exceeded (READ or atomic responses missing)");
         return true;
     }
-    --qp.retries_left;
-    qp.implied_retry_started = true;
+    --qp.completer.retries_left;
+    set_state(qp, completer_state::implied_retry);
     rewind_to(qp, resume);
-    qp.retransmit_deadline = qp.ack_timeout ? now + qp.ack_timeout : never;
+    qp.completer.retransmit_deadline = qp.ack_timeout ? now + qp.ack_timeout : never;
     return true;
 }
 
@@ -58,26 +59,27 @@ bool nic_node::wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_ps
     // delays. Like a ConnectX with out-of-order placement, wait reorder_grace for them before the
     // implied NAK asks again; a retry already under way is left to implied_nak().
     std::uint32_t resume;
-    if (qp.implied_retry_started || !implied_gap(qp, acked_psn, resume)) return false;
-    if (qp.response_gap_deadline == never)
-        qp.response_gap_deadline = now + reorder_grace;
-    else if (qp.response_gap_deadline <= now)
+    if (qp.completer.state == completer_state::implied_retry || !implied_gap(qp, acked_psn, resume)) return false;
+    if (qp.completer.response_gap_deadline == never)
+        qp.completer.response_gap_deadline = now + reorder_grace;
+    else if (qp.completer.response_gap_deadline <= now)
         return false; // waited long enough
-    if (!qp.ack_waiting && !qp.early_responses.held()) qp.gap_evidence_psn = acked_psn;
-    if (wire::psn_diff(acked_psn, qp.gap_evidence_psn) > 0) qp.gap_evidence_psn = acked_psn;
+    if (!qp.completer.waiting_ack_psn && !qp.completer.early_responses.held())
+        qp.completer.gap_evidence_psn = acked_psn;
+    if (wire::psn_diff(acked_psn, qp.completer.gap_evidence_psn) > 0) qp.completer.gap_evidence_psn = acked_psn;
     if (!response) {
         // An ACK: it acknowledges everything before it, which it may do once the gap is filled.
-        if (!qp.ack_waiting || wire::psn_diff(acked_psn, qp.waiting_ack_psn) > 0) qp.waiting_ack_psn = acked_psn;
-        qp.ack_waiting = true;
+        std::optional<std::uint32_t>& waiting = qp.completer.waiting_ack_psn;
+        if (!waiting || wire::psn_diff(acked_psn, *waiting) > 0) waiting = acked_psn;
         return true;
     }
     const std::uint32_t psn = wire::psn_add(acked_psn, 1);
     if (wire::psn_diff(psn, resume) >= reorder_buffer::max_distance) return false;
-    if (qp.early_responses.contains(_held, psn)) {
+    if (qp.completer.early_responses.contains(_held, psn)) {
         ++_counters.duplicate_request;
         return true;
     }
-    if (!qp.early_responses.hold(_held, psn, _current_frame, *response)) return false;
+    if (!qp.completer.early_responses.hold(_held, psn, _current_frame, *response)) return false;
     _current_frame_kept = true;
     return true;
 }
@@ -91,35 +93,38 @@ void nic_node::resume_after_missing_responses(queue_pair& qp, sim_time now) {
     // WRITE) take PSNs that only an ACK or the next response acknowledges.
     held_packet e;
     std::uint32_t next, resume;
-    while (qp.state != IBV_QPS_ERR && qp.early_responses.earliest(_held, qp.last_acked_psn, next) &&
-           !implied_gap(qp, wire::psn_add(next, wire::psn_mask), resume) && qp.early_responses.take(_held, next, e)) {
+    while (qp.state != IBV_QPS_ERR && qp.completer.early_responses.earliest(_held, qp.completer.last_acked_psn, next) &&
+           !implied_gap(qp, wire::psn_add(next, wire::psn_mask), resume) &&
+           qp.completer.early_responses.take(_held, next, e)) {
         handle_frame(e.frame, [&] { handle_read_atomic_response(qp, e.packet, now); });
         progressed = true;
     }
     if (qp.state == IBV_QPS_ERR) return;
-    if (qp.ack_waiting && !implied_gap(qp, qp.waiting_ack_psn, resume)) {
-        qp.ack_waiting = false;
+    if (qp.completer.waiting_ack_psn && !implied_gap(qp, *qp.completer.waiting_ack_psn, resume)) {
+        const std::uint32_t acked = *qp.completer.waiting_ack_psn;
+        qp.completer.waiting_ack_psn.reset();
         progressed = true;
-        if (wire::psn_diff(qp.waiting_ack_psn, qp.last_acked_psn) > 0) retire_acknowledged(qp, qp.waiting_ack_psn, now);
+        if (wire::psn_diff(acked, qp.completer.last_acked_psn) > 0) retire_acknowledged(qp, acked, now);
     }
-    if (!qp.early_responses.held() && !qp.ack_waiting && !implied_gap(qp, qp.gap_evidence_psn, resume))
-        qp.response_gap_deadline = never; // every gap filled
+    if (!qp.completer.early_responses.held() && !qp.completer.waiting_ack_psn &&
+        !implied_gap(qp, qp.completer.gap_evidence_psn, resume))
+        qp.completer.response_gap_deadline = never; // every gap filled
     else if (progressed)
-        qp.response_gap_deadline = now + reorder_grace; // what is still missing gets its own grace
+        qp.completer.response_gap_deadline = now + reorder_grace; // what is still missing gets its own grace
 }
 
 void nic_node::give_up_waiting_for_responses(queue_pair& qp, sim_time now) {
-    qp.response_gap_deadline = never;
-    qp.early_responses.release_all(_held);
-    qp.ack_waiting = false;
+    qp.completer.response_gap_deadline = never;
+    qp.completer.early_responses.release_all(_held);
+    qp.completer.waiting_ack_psn.reset();
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
     // The missing responses did not come: what arrived past them says they were lost.
-    implied_nak(qp, qp.gap_evidence_psn, now);
+    implied_nak(qp, qp.completer.gap_evidence_psn, now);
 }
 
 void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
     const std::uint32_t psn = packet.bth_header->psn();
-    if (wire::psn_diff(psn, qp.psn_frontier) >= 0 || wire::psn_diff(psn, qp.last_acked_psn) <= 0) {
+    if (wire::psn_diff(psn, qp.requester.psn_frontier) >= 0 || wire::psn_diff(psn, qp.completer.last_acked_psn) <= 0) {
         ++_counters.duplicate_request; // a response already taken, or to nothing sent
         return;
     }
@@ -129,10 +134,10 @@ void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_ro
     if (wait_for_missing_responses(qp, before, &packet, now)) return;
     if (implied_nak(qp, before, now)) return;
     retire_acknowledged(qp, before, now);
-    if (qp.state == IBV_QPS_ERR || qp.sq_retired == qp.sq_started) return;
+    if (qp.state == IBV_QPS_ERR || qp.requester.sq_retired == qp.requester.sq_started) return;
 
     const std::uint32_t mask = qp.send_size - 1;
-    send_work& work = qp.started_work[qp.sq_retired & mask];
+    send_work& work = qp.requester.started_work[qp.requester.sq_retired & mask];
     const std::int32_t into = wire::psn_diff(psn, work.first_psn);
     if (!is_read_or_atomic(work.wqe.opcode) || into < 0 || into >= static_cast<std::int32_t>(work.packets)) {
         ++_counters.port_rcv_errors; // a response to no READ or atomic
@@ -179,16 +184,16 @@ void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_ro
             return;
         }
     }
-    qp.last_acked_psn = psn;
-    qp.implied_retry_started = false;
-    qp.retries_left = qp.attr.retry_cnt;
-    qp.rnr_retries_left = qp.attr.rnr_retry;
+    qp.completer.last_acked_psn = psn;
+    set_state(qp, completer_state::ready);
+    qp.completer.retries_left = qp.attr.retry_cnt;
+    qp.completer.rnr_retries_left = qp.attr.rnr_retry;
     if (done) {
         retire_oldest(qp); // the completion follows the data
         complete_send(qp, work, IBV_WC_SUCCESS);
     }
-    const bool outstanding = qp.sq_retired != qp.sq_started;
-    qp.retransmit_deadline = outstanding && qp.ack_timeout ? now + qp.ack_timeout : never;
+    const bool outstanding = qp.requester.sq_retired != qp.requester.sq_started;
+    qp.completer.retransmit_deadline = outstanding && qp.ack_timeout ? now + qp.ack_timeout : never;
 }
 
 } // namespace rocefab::nic

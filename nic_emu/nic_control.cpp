@@ -217,19 +217,19 @@ std::vector<nic_node::qp_view> nic_node::queue_pairs(sim_time now) const {
         v.dest_qpn = qp->attr.dest_qp_num;
         v.type = qp->type;
         v.state = qp->state;
-        v.sq_psn = qp->next_psn;
-        v.rq_psn = qp->expected_psn;
-        v.last_acked_psn = qp->last_acked_psn;
+        v.sq_psn = qp->requester.next_psn;
+        v.rq_psn = qp->responder.expected_psn;
+        v.last_acked_psn = qp->completer.last_acked_psn;
         v.sq_posted = qp->control->send.producer.load(std::memory_order_acquire);
-        v.sq_started = qp->sq_started;
-        v.sq_current = qp->sq_current;
-        v.sq_retired = qp->sq_retired;
+        v.sq_started = qp->requester.sq_started;
+        v.sq_current = qp->requester.sq_current;
+        v.sq_retired = qp->requester.sq_retired;
         v.port_busy_for = busy_until(0) > now ? busy_until(0) - now : 0;
         v.rq_posted = qp->control->recv.producer.load(std::memory_order_acquire);
-        v.rq_consumed = qp->rq_consumed;
-        v.timer_armed = qp->retransmit_deadline != never;
-        v.waiting_rnr = now < qp->rnr_wait_until;
-        v.responses_pending = qp->ack_deferred || read_atomic_responses_pending(*qp);
+        v.rq_consumed = qp->responder.rq_consumed;
+        v.timer_armed = qp->completer.retransmit_deadline != never;
+        v.waiting_rnr = now < qp->requester.rnr_wait_until;
+        v.responses_pending = qp->responder.deferred_ack || read_atomic_responses_pending(*qp);
         dcqcn_rate rate = *qp->rate; // brought up to now on a copy: reading must not move the QP
         rate.advance(now);
         v.rate_limited = rate.limited();
@@ -510,7 +510,7 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
     qp->control->recv.size = recv_slots;
     qp->control->recv.slot_size = sizeof(hw::recv_wqe);
     qp->region = std::move(region);
-    qp->started_work.resize(send_slots);
+    qp->requester.started_work.resize(send_slots);
     qp->attr.qp_state = IBV_QPS_RESET;
     qp->attr.path_mtu = IBV_MTU_1024;
     if (qp->type == IBV_QPT_UD) {
@@ -552,8 +552,8 @@ int nic_node::query_qp(std::uint32_t context, std::uint32_t handle, ibv_qp_attr&
     attr.qp_state = qp.state;
     attr.cur_qp_state = qp.state;
     attr.cap = qp.cap;
-    attr.sq_psn = qp.next_psn;
-    attr.rq_psn = qp.expected_psn;
+    attr.sq_psn = qp.requester.next_psn;
+    attr.rq_psn = qp.responder.expected_psn;
     cap = qp.cap;
     sq_sig_all = qp.sq_sig_all;
     return 0;
@@ -619,13 +619,13 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
     if (mask & IBV_QP_DEST_QPN) qp.attr.dest_qp_num = attr.dest_qp_num & wire::mask24;
     if (mask & IBV_QP_RQ_PSN) {
         qp.attr.rq_psn = attr.rq_psn & wire::psn_mask;
-        qp.expected_psn = qp.attr.rq_psn;
+        qp.responder.expected_psn = qp.attr.rq_psn;
     }
     if (mask & IBV_QP_SQ_PSN) {
         qp.attr.sq_psn = attr.sq_psn & wire::psn_mask;
-        qp.next_psn = qp.attr.sq_psn;
-        qp.psn_frontier = qp.next_psn;
-        qp.last_acked_psn = wire::psn_add(qp.next_psn, wire::psn_mask); // next_psn - 1
+        qp.requester.next_psn = qp.attr.sq_psn;
+        qp.requester.psn_frontier = qp.requester.next_psn;
+        qp.completer.last_acked_psn = wire::psn_add(qp.requester.next_psn, wire::psn_mask); // next_psn - 1
     }
     if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) qp.attr.max_dest_rd_atomic = attr.max_dest_rd_atomic;
     if (mask & IBV_QP_MAX_QP_RD_ATOMIC) qp.attr.max_rd_atomic = attr.max_rd_atomic;
@@ -637,11 +637,11 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
     }
     if (mask & IBV_QP_RETRY_CNT) {
         qp.attr.retry_cnt = attr.retry_cnt;
-        qp.retries_left = attr.retry_cnt;
+        qp.completer.retries_left = attr.retry_cnt;
     }
     if (mask & IBV_QP_RNR_RETRY) {
         qp.attr.rnr_retry = attr.rnr_retry;
-        qp.rnr_retries_left = attr.rnr_retry;
+        qp.completer.rnr_retries_left = attr.rnr_retry;
     }
     if (mask & IBV_QP_AV) {
         qp.attr.ah_attr = attr.ah_attr;
@@ -671,27 +671,27 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.control->send.consumer.store(0, std::memory_order_relaxed);
             qp.control->recv.producer.store(0, std::memory_order_relaxed);
             qp.control->recv.consumer.store(0, std::memory_order_relaxed);
-            qp.sq_retired = qp.sq_started = qp.sq_current = qp.rq_consumed = 0;
-            qp.sq_offset = 0;
-            qp.receiving = qp.writing = qp.nak_outstanding = false;
+            qp.requester.sq_retired = qp.requester.sq_started = qp.requester.sq_current = qp.responder.rq_consumed = 0;
+            qp.requester.sq_offset = 0;
+            set_state(qp, receive_state::none);
+            qp.responder.write.reset();
+            set_state(qp, responder_state::in_sequence);
             release_early(qp);
-            qp.uc_dropping = qp.uc_send_in_progress = false;
-            qp.retransmit_deadline = never;
-            qp.msn = 0;
-            qp.rd_atomic = {};
-            qp.rd_atomic_head = 0;
-            qp.ack_deferred = false;
-            qp.implied_retry_started = false;
+            qp.completer.retransmit_deadline = never;
+            qp.responder.msn = 0;
+            qp.responder.rd_atomic = {};
+            qp.responder.rd_atomic_head = 0;
+            qp.responder.deferred_ack.reset();
+            set_state(qp, completer_state::ready);
         }
         // IBA 10.3.1 (SQ Drain): with en_sqd_async_notify the QP reports IBV_EVENT_SQ_DRAINED
         // once every WQE started before the transition has completed.
-        qp.sqd_notify = next == IBV_QPS_SQD && qp.state != IBV_QPS_SQD && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
-                        attr.en_sqd_async_notify;
-        if (next != qp.state)
-            log::nic().debug("{}: QP {:#x} ({}) {} -> {}", name(), qp.qpn, qp_type_name(qp.type), qp_state_name(qp.state),
-                             qp_state_name(next));
-        qp.state = next;
-        qp.attr.qp_state = next;
+        if (next == IBV_QPS_SQD && qp.state != IBV_QPS_SQD && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
+            attr.en_sqd_async_notify)
+            set_state(qp, requester_state::draining);
+        else if (next != IBV_QPS_SQD || qp.requester.state == requester_state::draining)
+            set_state(qp, requester_state::ready); // a drain not asked to notify, or left, raises nothing
+        set_qp_state(qp, next);
         if (next == IBV_QPS_ERR) enter_error(qp, "modified to ERR by the program");
     }
     activate(qp);

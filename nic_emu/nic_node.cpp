@@ -204,8 +204,8 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
     });
     if (kept) return; // held ahead of a gap (reorder_buffer.hpp): nothing follows it yet
     // Packets held ahead of a gap the frame may have filled (reorder_buffer.hpp).
-    if (qp.early.held()) drain_early(qp, now);
-    if (qp.early_responses.held() || qp.ack_waiting) resume_after_missing_responses(qp, now);
+    if (qp.responder.early.held()) drain_early(qp, now);
+    if (qp.completer.early_responses.held() || qp.completer.waiting_ack_psn) resume_after_missing_responses(qp, now);
 }
 
 void nic_node::on_pfc(std::span<const std::uint8_t> frame, sim_time now) {
@@ -309,14 +309,14 @@ bool nic_node::poll(sim_time now) {
     const std::size_t n = _active_qps.size();
     for (std::size_t i = 0; i < n; ++i) {
         queue_pair& qp = *_active_qps[(_round_robin + i) % n];
-        did_work |= check_timers(qp, now);
+        did_work |= run_completer_timers(qp, now);
         did_work |= check_gap(qp, now);
         if (qp.state == IBV_QPS_ERR)
             did_work |= flush(qp);
         else if (qp.state == IBV_QPS_SQE)
             did_work |= flush_send_queue(qp);
-        else if (qp.sqd_notify && qp.state == IBV_QPS_SQD && qp.sq_retired == qp.sq_started) {
-            qp.sqd_notify = false; // drained: nothing started is outstanding
+        else if (drain_complete(qp)) {
+            set_state(qp, requester_state::drained); // nothing started is outstanding
             raise_async_event(qp.context, IBV_EVENT_SQ_DRAINED, qp.handle);
             did_work = true;
         }
@@ -343,34 +343,7 @@ sim_time nic_node::next_deadline() const {
 }
 
 sim_time nic_node::qp_deadline(const queue_pair& qp) const {
-    sim_time earliest = std::min({qp.retransmit_deadline, qp.gap_deadline, qp.response_gap_deadline});
-    // A stopped transport timer with requests outstanding is re-armed by check_timers().
-    if (qp.type == IBV_QPT_RC && qp.retransmit_deadline == never && qp.ack_timeout && qp.sq_retired != qp.sq_started &&
-        (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
-        earliest = std::min(earliest, qp.rnr_wait_until);
-    const std::uint32_t send_posted = qp.control->send.producer.load(std::memory_order_acquire);
-    if (qp.state == IBV_QPS_ERR) {
-        const bool to_flush = qp.receiving || send_posted != qp.sq_retired ||
-                              qp.control->recv.producer.load(std::memory_order_acquire) != qp.rq_consumed;
-        if (to_flush) earliest = 0;
-    } else if (qp.sqd_notify && qp.state == IBV_QPS_SQD && qp.sq_retired == qp.sq_started) {
-        earliest = 0;
-    } else if (qp.state == IBV_QPS_SQE) {
-        if (send_posted != qp.sq_retired) earliest = 0;
-    } else if ((qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD) &&
-               (qp.sq_current != qp.sq_started || send_posted != qp.sq_started)) {
-        // A requester waiting for READ/atomic responses (max_rd_atomic, fence) has nothing to do
-        // until one arrives.
-        const std::uint32_t mask = qp.send_size - 1;
-        const hw::send_wqe& next = qp.sq_current != qp.sq_started ? qp.started_work[qp.sq_current & mask].wqe
-                                                                 : qp.send_slots[qp.sq_started & mask];
-        if (!requester_must_wait(qp, next) && !window_full(qp))
-            earliest = std::min(earliest, std::max({qp.rnr_wait_until, busy_until(0) - transmit_fifo_time,
-                                                    _pauses.until(priority_of(qp)), pacer_wakeup(qp)}));
-    }
-    if (qp.state != IBV_QPS_ERR && (qp.ack_deferred || read_atomic_responses_pending(qp)))
-        earliest = std::min(earliest, std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp))));
-    return earliest;
+    return std::min({requester_deadline(qp), completer_deadline(qp), responder_deadline(qp)});
 }
 
 // ---- completions and events ------------------------------------------------------------------------
@@ -434,15 +407,22 @@ void nic_node::enter_error(queue_pair& qp, const char* why) {
             log::nic().warn("{}: QP {:#x} ({}, to QP {:#x}) went to the error state: {}{}", name(), qp.qpn,
                             qp_type_name(qp.type), qp.attr.dest_qp_num, why,
                             held_back ? fmt::format(" ({} more QPs or CQs failed in the last second)", held_back) : "");
-        qp.state = IBV_QPS_ERR;
-        qp.attr.qp_state = IBV_QPS_ERR;
+        set_qp_state(qp, IBV_QPS_ERR);
         // IBA 11.6.2: a QP that enters the error state on its own reports a fatal event.
         raise_async_event(qp.context, IBV_EVENT_QP_FATAL, qp.handle);
     } else {
         log::nic().debug("{}: QP {:#x} moved to ERR: {}", name(), qp.qpn, why);
     }
-    qp.retransmit_deadline = never;
+    qp.completer.retransmit_deadline = never;
     activate(qp); // what it holds is flushed
+}
+
+void nic_node::set_qp_state(queue_pair& qp, ibv_qp_state next) {
+    if (next != qp.state && log::nic().should_log(spdlog::level::debug))
+        log::nic().debug("{}: QP {:#x} ({}) {} -> {}", name(), qp.qpn, qp_type_name(qp.type), qp_state_name(qp.state),
+                         qp_state_name(next));
+    qp.state = next;
+    qp.attr.qp_state = next;
 }
 
 void nic_node::fail_send_queue(queue_pair& qp) {
@@ -453,8 +433,7 @@ void nic_node::fail_send_queue(queue_pair& qp) {
     // IBA 10.3.1 (Send Queue Error): on UC and UD a send WQE that fails stops only the send
     // queue. Its error completion is the report (no async event); the WQEs after it are flushed,
     // receives go on, and ibv_modify_qp(SQE -> RTS) restarts sending.
-    qp.state = IBV_QPS_SQE;
-    qp.attr.qp_state = IBV_QPS_SQE;
+    set_qp_state(qp, IBV_QPS_SQE);
 }
 
 bool nic_node::flush_send_queue(queue_pair& qp) {
@@ -462,26 +441,26 @@ bool nic_node::flush_send_queue(queue_pair& qp) {
     // signalled or not.
     bool did_work = false;
     const std::uint32_t send_mask = qp.send_size - 1;
-    while (qp.sq_retired != qp.sq_started) {
-        const send_work& work = qp.started_work[qp.sq_retired & send_mask];
-        ++qp.sq_retired;
-        qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+    while (qp.requester.sq_retired != qp.requester.sq_started) {
+        const send_work& work = qp.requester.started_work[qp.requester.sq_retired & send_mask];
+        ++qp.requester.sq_retired;
+        qp.control->send.consumer.store(qp.requester.sq_retired, std::memory_order_release);
         complete_send(qp, work, work.status != IBV_WC_SUCCESS ? work.status : IBV_WC_WR_FLUSH_ERR);
         did_work = true;
     }
     const std::uint32_t send_producer = qp.control->send.producer.load(std::memory_order_acquire);
-    if (send_producer - qp.sq_retired <= qp.send_size) {
-        while (qp.sq_retired != send_producer) {
+    if (send_producer - qp.requester.sq_retired <= qp.send_size) {
+        while (qp.requester.sq_retired != send_producer) {
             send_work work;
-            work.wqe = qp.send_slots[qp.sq_retired & send_mask];
-            ++qp.sq_retired;
-            qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+            work.wqe = qp.send_slots[qp.requester.sq_retired & send_mask];
+            ++qp.requester.sq_retired;
+            qp.control->send.consumer.store(qp.requester.sq_retired, std::memory_order_release);
             complete_send(qp, work, IBV_WC_WR_FLUSH_ERR);
             did_work = true;
         }
     }
-    qp.sq_started = qp.sq_current = qp.sq_retired;
-    qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+    qp.requester.sq_started = qp.requester.sq_current = qp.requester.sq_retired;
+    qp.control->send.consumer.store(qp.requester.sq_retired, std::memory_order_release);
     return did_work;
 }
 
@@ -498,18 +477,18 @@ bool nic_node::flush(queue_pair& qp) {
         ++_counters.resp_cqe_flush_error;
         post_completion(*qp.recv_cq, e, false);
     };
-    if (qp.receiving) {
-        qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
-        flush_receive(qp.recv_work);
-        qp.receiving = false;
+    if (qp.responder.receive != receive_state::none) {
+        qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
+        flush_receive(qp.responder.recv_work);
+        set_state(qp, receive_state::none);
         did_work = true;
     }
     const std::uint32_t recv_producer = qp.control->recv.producer.load(std::memory_order_acquire);
-    if (recv_producer - qp.rq_consumed <= qp.recv_size) {
-        while (qp.rq_consumed != recv_producer) {
-            const hw::recv_wqe wqe = qp.recv_slots[qp.rq_consumed & (qp.recv_size - 1)];
-            ++qp.rq_consumed;
-            qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
+    if (recv_producer - qp.responder.rq_consumed <= qp.recv_size) {
+        while (qp.responder.rq_consumed != recv_producer) {
+            const hw::recv_wqe wqe = qp.recv_slots[qp.responder.rq_consumed & (qp.recv_size - 1)];
+            ++qp.responder.rq_consumed;
+            qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
             flush_receive(wqe);
             did_work = true;
         }

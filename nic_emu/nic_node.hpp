@@ -254,6 +254,8 @@ private:
     // Retires the WQE at sq_retired (the oldest), keeping the requester off it.
     void retire_oldest(queue_pair& qp);
     void retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
+    // The transport timer (IBA 9.7.6.1.3) and the wait for READ/atomic responses past a gap.
+    bool run_completer_timers(queue_pair& qp, sim_time now);
     bool check_timers(queue_pair& qp, sim_time now);
     void complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status);
     // completer_read_atomic.cpp: READ responses and atomic ACKs (IBA 9.7.5.2, rxe_comp.c).
@@ -311,6 +313,27 @@ private:
     void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
     // `why` is logged (a QP the program moves to ERR itself at debug level, others as warnings).
     void enter_error(queue_pair& qp, const char* why);
+    // The one place a QP's state (IBA 10.3.1) changes; a change is traced at debug level.
+    void set_qp_state(queue_pair& qp, ibv_qp_state next);
+    // The engines' states change here, each change traced at debug level; with the level off it
+    // costs a comparison, so the data path may call them per packet.
+    void set_state(queue_pair& qp, requester_state next) { transition(qp, "requester", qp.requester.state, next); }
+    void set_state(queue_pair& qp, completer_state next) { transition(qp, "completer", qp.completer.state, next); }
+    void set_state(queue_pair& qp, responder_state next) { transition(qp, "responder", qp.responder.state, next); }
+    void set_state(queue_pair& qp, receive_state next) { transition(qp, "receive WQE", qp.responder.receive, next); }
+    template <typename State>
+    void transition(const queue_pair& qp, const char* engine, State& state, State next) const {
+        if (state == next) return;
+        if (log::nic().should_log(spdlog::level::debug)) [[unlikely]]
+            log::nic().debug("{}: QP {:#x} {}: {} -> {}", name(), qp.qpn, engine, state_name(state), state_name(next));
+        state = next;
+    }
+    // In SQD with en_sqd_async_notify, every WQE started before the drain has completed: time for
+    // IBV_EVENT_SQ_DRAINED (IBA 10.3.1).
+    static bool drain_complete(const queue_pair& qp) {
+        return qp.requester.state == requester_state::draining && qp.state == IBV_QPS_SQD &&
+               qp.requester.sq_retired == qp.requester.sq_started;
+    }
     bool flush(queue_pair& qp);
 
     // Memory checks (IBA 10.6.3.3 and 9.7.5.1.4): the MR, if the key, PD, bounds and access fit.
@@ -412,7 +435,8 @@ private:
     // window full, only an ACK or the transport timer lets it go on.
     static constexpr std::uint32_t max_unacked_packets = 1024;
     static bool window_full(const queue_pair& qp) {
-        return wire::psn_diff(qp.next_psn, qp.last_acked_psn) > static_cast<std::int32_t>(max_unacked_packets);
+        return wire::psn_diff(qp.requester.next_psn, qp.completer.last_acked_psn) >
+               static_cast<std::int32_t>(max_unacked_packets);
     }
     // When DCQCN's pacer lets the QP's requester send again (0: not rate-limited). The rate
     // must have been advanced to now.
@@ -435,7 +459,12 @@ private:
     void take_doorbell(queue_pair& qp);
     void retire_idle_qps();
     // When `qp` next has something to do: 0 at once, `never` when it waits for a frame or a verb.
+    // Each engine answers for itself (requester.cpp, completer.cpp, responder.cpp); the QP's
+    // deadline is the earliest.
     sim_time qp_deadline(const queue_pair& qp) const;
+    sim_time requester_deadline(const queue_pair& qp) const;
+    sim_time completer_deadline(const queue_pair& qp) const;
+    sim_time responder_deadline(const queue_pair& qp) const;
     // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
     // (reaction point).
     void on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);

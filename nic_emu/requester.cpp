@@ -62,7 +62,7 @@ std::uint8_t transport_opcode(ibv_qp_type type, ib_opcode rc_opcode) {
 
 bool nic_node::run_requester(queue_pair& qp, sim_time now) {
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return false;
-    if (now < qp.rnr_wait_until) return false;
+    if (now < qp.requester.rnr_wait_until) return false;
     bool did_work = false;
     gather_batch batch;
     // The port's transmit FIFO: what is already on the link plus what this burst adds.
@@ -71,14 +71,14 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
     while (batch.count < gather_batch::max_packets) {
         if (link_free > now + transmit_fifo_time) break;
         if (paced_until(qp) > now) break; // DCQCN: the QP's rate, not the port's, limits it
-        if (qp.sq_current == qp.sq_started) {
+        if (qp.requester.sq_current == qp.requester.sq_started) {
             if (qp.state == IBV_QPS_SQD) break; // drained: no new WQE starts
             if (!start_next_wqe(qp)) break;
             did_work = true;
             if (qp.state == IBV_QPS_ERR || qp.state == IBV_QPS_SQE) break;
         }
         if (window_full(qp)) break;
-        if (requester_must_wait(qp, qp.started_work[qp.sq_current & (qp.send_size - 1)].wqe)) break;
+        if (requester_must_wait(qp, qp.requester.started_work[qp.requester.sq_current & (qp.send_size - 1)].wqe)) break;
         if (!prepare_packet(qp, now, batch)) break;
         const std::uint32_t wire_bytes = rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + wire_overhead_bytes;
         link_free += serialization_time(wire_bytes, _spec.speed_bps);
@@ -91,29 +91,49 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
     return did_work;
 }
 
+sim_time nic_node::requester_deadline(const queue_pair& qp) const {
+    const requester_record& req = qp.requester;
+    const std::uint32_t send_posted = qp.control->send.producer.load(std::memory_order_acquire);
+    // In ERR and SQE what is posted is flushed (IBA 10.3.1); in SQD the drain may be complete.
+    if (qp.state == IBV_QPS_ERR) return send_posted != req.sq_retired ? 0 : never;
+    if (drain_complete(qp)) return 0;
+    if (qp.state == IBV_QPS_SQE) return send_posted != req.sq_retired ? 0 : never;
+    if ((qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) ||
+        (req.sq_current == req.sq_started && send_posted == req.sq_started))
+        return never;
+    // A requester waiting for READ/atomic responses (max_rd_atomic, fence) or for ACKs (a full
+    // window) has nothing to do until one arrives.
+    const std::uint32_t mask = qp.send_size - 1;
+    const hw::send_wqe& next = req.sq_current != req.sq_started ? req.started_work[req.sq_current & mask].wqe
+                                                                : qp.send_slots[req.sq_started & mask];
+    if (requester_must_wait(qp, next) || window_full(qp)) return never;
+    return std::max({req.rnr_wait_until, busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp)),
+                     pacer_wakeup(qp)});
+}
+
 bool nic_node::start_next_wqe(queue_pair& qp) {
     const std::uint32_t producer = qp.control->send.producer.load(std::memory_order_acquire);
-    if (producer == qp.sq_started) return false;
-    if (producer - qp.sq_retired > qp.send_size) {
+    if (producer == qp.requester.sq_started) return false;
+    if (producer - qp.requester.sq_retired > qp.send_size) {
         // The application moved its producer index past the ring: its own queue is corrupt.
         enter_error(qp, "the program moved its send queue's producer index past the ring");
         return true;
     }
-    send_work& work = qp.started_work[qp.sq_started & (qp.send_size - 1)];
-    work.wqe = qp.send_slots[qp.sq_started & (qp.send_size - 1)]; // the private copy
+    send_work& work = qp.requester.started_work[qp.requester.sq_started & (qp.send_size - 1)];
+    work.wqe = qp.send_slots[qp.requester.sq_started & (qp.send_size - 1)]; // the private copy
     hw::send_wqe& wqe = work.wqe;
     if (qp.sq_sig_all) wqe.flags |= hw::wqe_flag::signaled;
-    work.first_psn = qp.next_psn;
+    work.first_psn = qp.requester.next_psn;
     work.packets = 1;
     work.length = 0;
-    ++qp.sq_started;
+    ++qp.requester.sq_started;
 
     work.status = IBV_WC_SUCCESS;
     auto fail = [&](ibv_wc_status status) {
         // The WQE completes with this status and takes the QP to the error state (IBA
         // 10.8.3.1); flush() reports it, after those before it.
         work.status = status;
-        qp.sq_current = qp.sq_started;
+        qp.requester.sq_current = qp.requester.sq_started;
         fail_send_queue(qp);
         return true;
     };
@@ -162,8 +182,8 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
         work.length = 8;
     }
     work.packets = std::max<std::uint32_t>(1, static_cast<std::uint32_t>((work.length + qp.mtu_bytes - 1) / qp.mtu_bytes));
-    qp.next_psn = wire::psn_add(work.first_psn, 0);
-    qp.sq_offset = 0;
+    qp.requester.next_psn = wire::psn_add(work.first_psn, 0);
+    qp.requester.sq_offset = 0;
     return true;
 }
 
@@ -174,17 +194,17 @@ bool nic_node::requester_must_wait(const queue_pair& qp, const hw::send_wqe& nex
     const std::uint32_t limit =
         std::clamp<std::uint32_t>(qp.attr.max_rd_atomic, 1, max_responder_resources);
     std::uint32_t outstanding = 0;
-    for (std::uint32_t i = qp.sq_retired; i != qp.sq_current; ++i) {
-        if (!is_read_or_atomic(qp.started_work[i & (qp.send_size - 1)].wqe.opcode)) continue;
+    for (std::uint32_t i = qp.requester.sq_retired; i != qp.requester.sq_current; ++i) {
+        if (!is_read_or_atomic(qp.requester.started_work[i & (qp.send_size - 1)].wqe.opcode)) continue;
         if (fenced || ++outstanding >= limit) return true;
     }
     return false;
 }
 
 bool nic_node::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch) {
-    send_work& work = qp.started_work[qp.sq_current & (qp.send_size - 1)];
+    send_work& work = qp.requester.started_work[qp.requester.sq_current & (qp.send_size - 1)];
     const hw::send_wqe& wqe = work.wqe;
-    const std::uint32_t psn = qp.next_psn;
+    const std::uint32_t psn = qp.requester.next_psn;
     wire::roce_headers_spec& spec = qp.headers;
     spec.psn = psn;
     spec.ack_request = true;
@@ -193,9 +213,9 @@ bool nic_node::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_
     if (wqe.opcode == IBV_WR_RDMA_READ) {
         // IBA 9.7.4.1.4: one request, whose responses take one PSN per MTU. A retry after
         // lost responses asks only for what is missing, from the PSN it would have had.
-        const std::uint64_t remaining = work.length - qp.sq_offset;
+        const std::uint64_t remaining = work.length - qp.requester.sq_offset;
         spec.opcode = wire::to_byte(ib_opcode::rc_rdma_read_request);
-        spec.reth_va = wqe.remote_address + qp.sq_offset;
+        spec.reth_va = wqe.remote_address + qp.requester.sq_offset;
         spec.reth_rkey = wqe.rkey;
         spec.reth_length = static_cast<std::uint32_t>(remaining);
         packets = std::max<std::uint32_t>(1, static_cast<std::uint32_t>((remaining + qp.mtu_bytes - 1) / qp.mtu_bytes));
@@ -213,26 +233,28 @@ bool nic_node::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_
     rte_mbuf* frame = start_frame(spec, 0, out);
     if (!frame) return false;
     batch.frames[batch.count] = frame;
-    batch.wqe_index[batch.count] = qp.sq_current;
+    batch.wqe_index[batch.count] = qp.requester.sq_current;
     ++batch.count;
 
-    if (wire::psn_diff(psn, qp.psn_frontier) < 0) ++_counters.retransmitted_packets;
-    qp.next_psn = wire::psn_add(psn, packets);
-    if (wire::psn_diff(qp.next_psn, qp.psn_frontier) > 0) qp.psn_frontier = qp.next_psn;
-    ++qp.sq_current;
-    qp.sq_offset = 0;
-    if (qp.retransmit_deadline == never && qp.ack_timeout) qp.retransmit_deadline = now + qp.ack_timeout;
+    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_counters.retransmitted_packets;
+    qp.requester.next_psn = wire::psn_add(psn, packets);
+    if (wire::psn_diff(qp.requester.next_psn, qp.requester.psn_frontier) > 0)
+        qp.requester.psn_frontier = qp.requester.next_psn;
+    ++qp.requester.sq_current;
+    qp.requester.sq_offset = 0;
+    if (qp.completer.retransmit_deadline == never && qp.ack_timeout)
+        qp.completer.retransmit_deadline = now + qp.ack_timeout;
     return true;
 }
 
 bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch) {
-    send_work& work = qp.started_work[qp.sq_current & (qp.send_size - 1)];
+    send_work& work = qp.requester.started_work[qp.requester.sq_current & (qp.send_size - 1)];
     if (is_read_or_atomic(work.wqe.opcode)) return prepare_read_atomic_request(qp, now, batch);
     const hw::send_wqe& wqe = work.wqe;
-    const std::uint64_t payload = std::min<std::uint64_t>(qp.mtu_bytes, work.length - qp.sq_offset);
-    const bool first = qp.sq_offset == 0;
-    const bool last = qp.sq_offset + payload >= work.length;
-    const std::uint32_t psn = qp.next_psn;
+    const std::uint64_t payload = std::min<std::uint64_t>(qp.mtu_bytes, work.length - qp.requester.sq_offset);
+    const bool first = qp.requester.sq_offset == 0;
+    const bool last = qp.requester.sq_offset + payload >= work.length;
+    const std::uint32_t psn = qp.requester.next_psn;
 
     wire::roce_headers_spec& spec = qp.headers;
     spec.opcode = transport_opcode(qp.type, packet_opcode(wqe.opcode, first, last));
@@ -252,12 +274,12 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
     if (!frame) return false;
 
     if (wqe.flags & hw::wqe_flag::inline_data) {
-        std::memcpy(out, wqe.inline_bytes + qp.sq_offset, payload);
+        std::memcpy(out, wqe.inline_bytes + qp.requester.sq_offset, payload);
     } else if (payload) {
         // Gather [offset, offset + payload) of the message from its SGEs, checking each MR
         // again: it may have been deregistered since the WQE started. The copy itself is
         // made for the whole burst at once (transmit_batch).
-        std::uint64_t skip = qp.sq_offset, left = payload, written = 0;
+        std::uint64_t skip = qp.requester.sq_offset, left = payload, written = 0;
         for (unsigned i = 0; i < wqe.num_sge && left; ++i) {
             const hw::sge& s = wqe.sg_list[i];
             if (skip >= s.length) {
@@ -270,7 +292,7 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
                 rte_pktmbuf_free(frame);
                 ++_counters.local_protection_errors;
                 work.status = IBV_WC_LOC_PROT_ERR;
-                qp.sq_current = qp.sq_started;
+                qp.requester.sq_current = qp.requester.sq_started;
                 fail_send_queue(qp);
                 return false;
             }
@@ -284,23 +306,25 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
         }
     }
     batch.frames[batch.count] = frame;
-    batch.wqe_index[batch.count] = qp.sq_current;
+    batch.wqe_index[batch.count] = qp.requester.sq_current;
     ++batch.count;
 
-    if (wire::psn_diff(psn, qp.psn_frontier) < 0) ++_counters.retransmitted_packets;
+    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_counters.retransmitted_packets;
     if (wqe.opcode == IBV_WR_SEND || wqe.opcode == IBV_WR_SEND_WITH_IMM)
         ++_counters.rdma_sends;
     else
         ++_counters.rdma_writes;
 
-    qp.next_psn = wire::psn_add(psn, 1);
-    if (wire::psn_diff(qp.next_psn, qp.psn_frontier) > 0) qp.psn_frontier = qp.next_psn;
-    qp.sq_offset += payload;
+    qp.requester.next_psn = wire::psn_add(psn, 1);
+    if (wire::psn_diff(qp.requester.next_psn, qp.requester.psn_frontier) > 0)
+        qp.requester.psn_frontier = qp.requester.next_psn;
+    qp.requester.sq_offset += payload;
     if (last) {
-        ++qp.sq_current;
-        qp.sq_offset = 0;
+        ++qp.requester.sq_current;
+        qp.requester.sq_offset = 0;
     }
-    if (qp.retransmit_deadline == never && qp.ack_timeout) qp.retransmit_deadline = now + qp.ack_timeout;
+    if (qp.completer.retransmit_deadline == never && qp.ack_timeout)
+        qp.completer.retransmit_deadline = now + qp.ack_timeout;
     return true;
 }
 
@@ -314,10 +338,10 @@ void nic_node::transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now)
         ++_counters.memory_access_faults;
         // The WQEs after it in the burst lost their packets with it: they are flushed.
         const std::uint32_t mask = qp.send_size - 1;
-        qp.started_work[batch.wqe_index[0] & mask].status = IBV_WC_LOC_PROT_ERR;
-        for (std::uint32_t i = batch.wqe_index[0] + 1; i != qp.sq_started; ++i)
-            qp.started_work[i & mask].status = IBV_WC_WR_FLUSH_ERR;
-        qp.sq_current = qp.sq_started;
+        qp.requester.started_work[batch.wqe_index[0] & mask].status = IBV_WC_LOC_PROT_ERR;
+        for (std::uint32_t i = batch.wqe_index[0] + 1; i != qp.requester.sq_started; ++i)
+            qp.requester.started_work[i & mask].status = IBV_WC_WR_FLUSH_ERR;
+        qp.requester.sq_current = qp.requester.sq_started;
         fail_send_queue(qp);
         return;
     }
@@ -326,26 +350,26 @@ void nic_node::transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now)
 
 void nic_node::rewind_to(queue_pair& qp, std::uint32_t psn) {
     // Go-back-N (IBA 9.7.5.2.8): resend from `psn`, which lies in a started WQE.
-    for (std::uint32_t i = qp.sq_retired; i != qp.sq_started; ++i) {
-        const send_work& work = qp.started_work[i & (qp.send_size - 1)];
+    for (std::uint32_t i = qp.requester.sq_retired; i != qp.requester.sq_started; ++i) {
+        const send_work& work = qp.requester.started_work[i & (qp.send_size - 1)];
         const std::int32_t into = wire::psn_diff(psn, work.first_psn);
         if (into >= 0 && into < static_cast<std::int32_t>(work.packets)) {
-            qp.sq_current = i;
-            qp.sq_offset = std::uint64_t(into) * qp.mtu_bytes;
-            qp.next_psn = psn;
+            qp.requester.sq_current = i;
+            qp.requester.sq_offset = std::uint64_t(into) * qp.mtu_bytes;
+            qp.requester.next_psn = psn;
             return;
         }
     }
     // A PSN before every started WQE was acknowledged already (a stale NAK): resending from
     // the frontier would skip a WQE started but not sent yet, whose first PSN then goes to the
     // next one too. Stay where the requester is.
-    if (qp.sq_retired != qp.sq_started &&
-        wire::psn_diff(psn, qp.started_work[qp.sq_retired & (qp.send_size - 1)].first_psn) < 0)
+    if (qp.requester.sq_retired != qp.requester.sq_started &&
+        wire::psn_diff(psn, qp.requester.started_work[qp.requester.sq_retired & (qp.send_size - 1)].first_psn) < 0)
         return;
     // Nothing started is unacknowledged: carry on from the frontier.
-    qp.sq_current = qp.sq_started;
-    qp.sq_offset = 0;
-    qp.next_psn = qp.psn_frontier;
+    qp.requester.sq_current = qp.requester.sq_started;
+    qp.requester.sq_offset = 0;
+    qp.requester.next_psn = qp.requester.psn_frontier;
 }
 
 } // namespace rocefab::nic

@@ -7,8 +7,8 @@
 #include "dataplane/wire/roce_frame.hpp"
 #include "nic_emu/address_space.hpp"
 #include "nic_emu/dcqcn.hpp"
+#include "nic_emu/engine_state.hpp"
 #include "nic_emu/hw_abi.hpp"
-#include "nic_emu/reorder_buffer.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -111,16 +111,6 @@ struct shared_receive_queue {
     std::uint32_t consumed = 0; // == control->recv.consumer, kept privately
 };
 
-// What the requester keeps of a send WQE once it starts on it: a private copy (the application
-// may scribble on the ring; what was validated stays what is sent) and its PSN range.
-struct send_work {
-    hw::send_wqe wqe;
-    std::uint64_t length = 0;
-    std::uint32_t first_psn = 0;
-    std::uint32_t packets = 0;
-    ibv_wc_status status = IBV_WC_SUCCESS; // set when the WQE itself failed
-};
-
 // As `rdma resource show qp` names them.
 inline const char* qp_type_name(ibv_qp_type type) {
     return type == IBV_QPT_RC ? "RC" : type == IBV_QPT_UC ? "UC" : type == IBV_QPT_UD ? "UD" : "?";
@@ -129,37 +119,6 @@ inline const char* qp_state_name(ibv_qp_state state) {
     static constexpr const char* names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
     return state >= IBV_QPS_RESET && state <= IBV_QPS_ERR ? names[state] : "?";
 }
-
-inline bool is_read_or_atomic(std::uint8_t wr_opcode) {
-    return wr_opcode == IBV_WR_RDMA_READ || wr_opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-           wr_opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-// One responder resource (IBA 9.7.5.1.6, C9-112/C9-113; rxe's resp_res): what the responder
-// remembers of an RDMA READ or atomic request, so that the responses go out in PSN order after
-// the request was accepted, a duplicate READ is read again and a duplicate atomic is answered
-// from the saved result instead of being executed twice.
-struct responder_resource {
-    enum class kind : std::uint8_t { none, read, atomic };
-    kind type = kind::none;
-    std::uint32_t first_psn = 0; // of the original request
-    std::uint32_t packets = 0;   // PSNs the original request consumed
-    // READ: the range being answered (the original's, or a duplicate's remaining part) and
-    // how far the responses have gone.
-    std::uint64_t va = 0;
-    std::uint32_t rkey = 0;
-    std::uint32_t length = 0;
-    std::uint32_t sent = 0;
-    std::uint32_t response_psn = 0; // PSN of the first response of the range being answered
-    std::uint64_t original = 0;     // atomic: the value before the operation (host order)
-    bool pending = false;           // responses still to send
-    // The pending responses answer a duplicate (C9-112/C9-113). The requester may be done with
-    // the request already (a late duplicate, or a retry overtaken by the original responses), so
-    // a replay does not count against max_dest_rd_atomic.
-    bool replay = false;
-};
-
-inline constexpr std::uint32_t max_responder_resources = 16; // max_qp_rd_atom
 
 struct queue_pair {
     std::uint32_t handle = 0;
@@ -171,7 +130,7 @@ struct queue_pair {
     std::uint32_t qpn = 0;
     std::uint32_t pd = 0;
     ibv_qp_type type = IBV_QPT_RC;
-    ibv_qp_state state = IBV_QPS_RESET;
+    ibv_qp_state state = IBV_QPS_RESET; // set through nic_node::set_qp_state, which traces it
     completion_queue* send_cq = nullptr;
     completion_queue* recv_cq = nullptr;
     bool sq_sig_all = false;
@@ -195,62 +154,10 @@ struct queue_pair {
     std::optional<dcqcn_rate> rate;
     std::optional<dcqcn_notifier> notifier;
 
-    // Requester (IBA 9.7): WQEs in [sq_retired, sq_started) have been started; of those,
-    // sq_current is being sent, at byte sq_offset with next PSN next_psn.
-    std::vector<nic::send_work> started_work;
-    std::uint32_t sq_retired = 0; // == control->send.consumer, kept privately
-    std::uint32_t sq_started = 0;
-    std::uint32_t sq_current = 0;
-    std::uint64_t sq_offset = 0;
-    std::uint32_t next_psn = 0;
-    std::uint32_t last_acked_psn = 0; // the PSN the responder last acknowledged
-    std::uint32_t psn_frontier = 0;   // one past the highest PSN ever sent
-    sim_time retransmit_deadline = never;
-    sim_time rnr_wait_until = 0;
-    unsigned retries_left = 0;
-    unsigned rnr_retries_left = 0;
-    bool implied_retry_started = false; // an implied NAK rewound the requester (rxe's started_retry)
-    bool sqd_notify = false; // in SQD, IBV_EVENT_SQ_DRAINED is still to be raised
-    // Responses that arrived past an unanswered READ/atomic (reorder_buffer.hpp): READ responses
-    // and atomic ACKs are held, the furthest plain ACK is remembered, and only if the missing
-    // responses are still missing at response_gap_deadline does the implied NAK ask again.
-    reorder_buffer early_responses;
-    sim_time response_gap_deadline = never;
-    bool ack_waiting = false;
-    std::uint32_t waiting_ack_psn = 0;
-    std::uint32_t gap_evidence_psn = 0; // the furthest PSN seen past the gap
-
-    // Responder (IBA 9.7.5): expected PSN, MSN, and the message in progress.
-    std::uint32_t expected_psn = 0;
-    std::uint32_t msn = 0;
-    bool nak_outstanding = false; // a sequence NAK was sent and the gap is not filled yet
-    // Requests that arrived ahead of a gap (reorder_buffer.hpp), and when the gap, if it is
-    // still open, is reported with a sequence NAK.
-    reorder_buffer early;
-    sim_time gap_deadline = never;
-    bool receiving = false;       // a multi-packet SEND is in progress into recv_work
-    hw::recv_wqe recv_work{};
-    std::uint64_t recv_offset = 0;
-    bool writing = false;         // a multi-packet RDMA WRITE is in progress
-    std::uint32_t write_rkey = 0;
-    std::uint64_t write_va = 0;
-    std::uint64_t write_remaining = 0;
-    std::uint64_t write_total = 0;
-    std::uint32_t rq_consumed = 0; // == control->recv.consumer, kept privately
-
-    // UC responder (IBA 9.4 and 9.7.5.1.1, as rxe's drop_msg): after a PSN gap or a bad packet the rest of
-    // the message is discarded until a FIRST or ONLY starts a new one. `receiving` then means
-    // only that recv_work is held, to be reused by the next SEND (uc_send_in_progress is false).
-    bool uc_dropping = false;
-    bool uc_send_in_progress = false;
-    // Responder resources for RDMA READ and atomics, oldest at rd_atomic_head.
-    std::array<responder_resource, max_responder_resources> rd_atomic{};
-    std::uint32_t rd_atomic_head = 0; // the next slot to fill
-    // An ACK or NAK that must wait until the READ and atomic responses before it are out, so
-    // that it does not acknowledge past them (the requester would take it as an implied NAK).
-    bool ack_deferred = false;
-    std::uint32_t deferred_ack_psn = 0;
-    std::uint8_t deferred_ack_syndrome = 0;
+    // The transport engines' own state (IBA 9.7).
+    requester_record requester;
+    completer_record completer;
+    responder_record responder;
 };
 
 } // namespace rocefab::nic

@@ -32,11 +32,10 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
     if (!fatal && read_atomic_responses_pending(qp)) {
         // A deferred sequence NAK is not replaced by a plain ACK: the requests it reports as
         // discarded must still be resent (run_read_atomic_responder brings its PSN up to date).
-        const bool sequence_nak_waits = qp.ack_deferred && wire::aeth_syndrome::is_nak(qp.deferred_ack_syndrome);
+        std::optional<deferred_ack>& deferred = qp.responder.deferred_ack;
+        const bool sequence_nak_waits = deferred && wire::aeth_syndrome::is_nak(deferred->syndrome);
         if (sequence_nak_waits && wire::aeth_syndrome::is_ack(syndrome)) return;
-        qp.ack_deferred = true;
-        qp.deferred_ack_psn = psn;
-        qp.deferred_ack_syndrome = syndrome;
+        deferred = deferred_ack{psn, syndrome};
         return;
     }
     wire::roce_headers_spec spec = qp.headers;
@@ -45,7 +44,7 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
     spec.ack_request = false;
     spec.solicited = false;
     spec.aeth_syndrome = syndrome;
-    spec.aeth_msn = qp.msn & wire::mask24;
+    spec.aeth_msn = qp.responder.msn & wire::mask24;
     std::uint8_t* payload;
     rte_mbuf* frame = start_frame(spec, 0, payload);
     if (!frame) return; // the requester's timer recovers a lost ACK
@@ -59,70 +58,86 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
 bool nic_node::hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
                           sim_time now) {
     if (qp.type != IBV_QPT_RC || distance >= reorder_buffer::max_distance) return false;
-    if (qp.early.contains(_held, psn)) {
+    if (qp.responder.early.contains(_held, psn)) {
         ++_counters.duplicate_request; // a copy of one already held: dropped
         return true;
     }
-    if (!qp.early.hold(_held, psn, _current_frame, packet)) return false;
+    if (!qp.responder.early.hold(_held, psn, _current_frame, packet)) return false;
     _current_frame_kept = true;
     // Give the missing packets the time a reordering fabric takes before asking for them.
-    if (qp.gap_deadline == never && !qp.nak_outstanding) qp.gap_deadline = now + reorder_grace;
+    if (qp.responder.gap_deadline == never && qp.responder.state != responder_state::sequence_nak_sent)
+        qp.responder.gap_deadline = now + reorder_grace;
     return true;
 }
 
 void nic_node::report_gap(queue_pair& qp, sim_time now) {
-    qp.gap_deadline = never;
-    if (qp.nak_outstanding) return;
-    qp.nak_outstanding = true;
-    send_ack(qp, qp.expected_psn, wire::aeth_syndrome::nak(wire::nak_code::psn_sequence_error), now);
+    qp.responder.gap_deadline = never;
+    if (qp.responder.state == responder_state::sequence_nak_sent) return;
+    set_state(qp, responder_state::sequence_nak_sent);
+    send_ack(qp, qp.responder.expected_psn, wire::aeth_syndrome::nak(wire::nak_code::psn_sequence_error), now);
 }
 
 void nic_node::drain_early(queue_pair& qp, sim_time now) {
     held_packet e;
     bool drained = false;
-    while (qp.state != IBV_QPS_ERR && qp.early.take(_held, qp.expected_psn, e)) {
+    while (qp.state != IBV_QPS_ERR && qp.responder.early.take(_held, qp.responder.expected_psn, e)) {
         handle_frame(e.frame, [&] { handle_request(qp, e.packet, now); });
         drained = true;
     }
     // The requester may be resending what was held (go-back-N after a NAK or a timeout): tell it
     // at once how far the responder got, so that it skips ahead.
     if (drained && qp.state != IBV_QPS_ERR)
-        send_ack(qp, wire::psn_add(qp.expected_psn, wire::psn_mask), wire::aeth_syndrome::ack(invalid_credits), now);
-    if (!qp.early.held())
-        qp.gap_deadline = never;
-    else if (drained && !qp.nak_outstanding)
-        qp.gap_deadline = now + reorder_grace; // another gap behind what was drained: its own grace
+        send_ack(qp, wire::psn_add(qp.responder.expected_psn, wire::psn_mask),
+                 wire::aeth_syndrome::ack(invalid_credits), now);
+    if (!qp.responder.early.held())
+        qp.responder.gap_deadline = never;
+    else if (drained && qp.responder.state != responder_state::sequence_nak_sent)
+        qp.responder.gap_deadline = now + reorder_grace; // another gap behind what was drained: its own grace
 }
 
 bool nic_node::check_gap(queue_pair& qp, sim_time now) {
-    if (qp.response_gap_deadline <= now) give_up_waiting_for_responses(qp, now);
-    if (qp.gap_deadline > now) return false;
+    if (qp.responder.gap_deadline > now) return false;
     if (qp.state == IBV_QPS_ERR)
         release_early(qp);
-    else if (qp.early.held())
+    else if (qp.responder.early.held())
         report_gap(qp, now);
     else
-        qp.gap_deadline = never;
+        qp.responder.gap_deadline = never;
     return true;
 }
 
+sim_time nic_node::responder_deadline(const queue_pair& qp) const {
+    if (qp.state == IBV_QPS_ERR) {
+        // What the responder holds or what is posted is flushed (IBA 10.3.1).
+        const bool to_flush = qp.responder.receive != receive_state::none ||
+                              qp.control->recv.producer.load(std::memory_order_acquire) != qp.responder.rq_consumed;
+        return to_flush ? 0 : qp.responder.gap_deadline;
+    }
+    // READ responses, atomic ACKs and the acknowledgement deferred behind them go out as the
+    // port and PFC allow.
+    if (qp.responder.deferred_ack || read_atomic_responses_pending(qp))
+        return std::min(qp.responder.gap_deadline,
+                        std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp))));
+    return qp.responder.gap_deadline;
+}
+
 void nic_node::release_early(queue_pair& qp) {
-    qp.early.release_all(_held);
-    qp.early_responses.release_all(_held);
-    qp.gap_deadline = never;
-    qp.response_gap_deadline = never;
-    qp.ack_waiting = false;
+    qp.responder.early.release_all(_held);
+    qp.completer.early_responses.release_all(_held);
+    qp.responder.gap_deadline = never;
+    qp.completer.response_gap_deadline = never;
+    qp.completer.waiting_ack_psn.reset();
 }
 
 bool nic_node::take_receive_wqe(queue_pair& qp) {
     if (qp.srq) return take_srq_wqe(qp);
     const std::uint32_t producer = qp.control->recv.producer.load(std::memory_order_acquire);
-    if (producer == qp.rq_consumed) return false;
-    if (producer - qp.rq_consumed > qp.recv_size) return false; // a corrupt ring holds nothing usable
-    qp.recv_work = qp.recv_slots[qp.rq_consumed & (qp.recv_size - 1)];
-    ++qp.rq_consumed;
-    qp.receiving = true;
-    qp.recv_offset = 0;
+    if (producer == qp.responder.rq_consumed) return false;
+    if (producer - qp.responder.rq_consumed > qp.recv_size) return false; // a corrupt ring holds nothing usable
+    qp.responder.recv_work = qp.recv_slots[qp.responder.rq_consumed & (qp.recv_size - 1)];
+    ++qp.responder.rq_consumed;
+    set_state(qp, receive_state::held);
+    qp.responder.recv_offset = 0;
     return true;
 }
 
@@ -263,11 +278,7 @@ bool nic_node::begin_remote_write(queue_pair& qp, const wire::reth& reth) {
         ++_counters.resp_remote_access_errors;
         return false;
     }
-    qp.writing = true;
-    qp.write_va = va;
-    qp.write_rkey = rkey;
-    qp.write_remaining = dma_length;
-    qp.write_total = dma_length;
+    qp.responder.write = remote_write{rkey, va, dma_length, dma_length};
     return true;
 }
 
@@ -279,7 +290,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
     const wire::bth& bth = *packet.bth_header;
     const wire::opcode_info& op = *packet.info;
     const std::uint32_t psn = bth.psn();
-    const std::int32_t distance = wire::psn_diff(psn, qp.expected_psn);
+    const std::int32_t distance = wire::psn_diff(psn, qp.responder.expected_psn);
 
     if (distance > 0) {
         // A gap: what precedes this was lost or is still on its way (a sprayed fabric reorders).
@@ -298,10 +309,11 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         // requester can move on (IBA 9.7.5.1.2).
         ++_counters.duplicate_request;
         if (bth.ack_request())
-            send_ack(qp, wire::psn_add(qp.expected_psn, wire::psn_mask), wire::aeth_syndrome::ack(invalid_credits), now);
+            send_ack(qp, wire::psn_add(qp.responder.expected_psn, wire::psn_mask),
+                     wire::aeth_syndrome::ack(invalid_credits), now);
         return;
     }
-    qp.nak_outstanding = false;
+    set_state(qp, responder_state::in_sequence);
 
     auto nak = [&](wire::nak_code code) {
         send_ack(qp, psn, wire::aeth_syndrome::nak(code), now);
@@ -309,7 +321,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
     };
     auto complete_receive = [&](ibv_wc_status status, std::uint32_t byte_len, bool with_imm, bool write_imm) {
         hw::cqe e{};
-        e.wr_id = qp.recv_work.wr_id;
+        e.wr_id = qp.responder.recv_work.wr_id;
         e.status = status;
         e.opcode = write_imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
         e.byte_len = byte_len;
@@ -320,8 +332,8 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
             e.immediate = packet.immdt_header->data.raw(); // network order, as ibv_wc::imm_data
         }
         if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
-        qp.receiving = false;
-        qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
+        set_state(qp, receive_state::none);
+        qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
         stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
     };
 
@@ -332,7 +344,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
     const bool length_ok = (first && last) || last ? length <= qp.mtu_bytes : length == qp.mtu_bytes;
 
     if (op.has(wire::opcode_mask::send)) {
-        if (first == qp.receiving || !length_ok) {
+        if (first == (qp.responder.receive != receive_state::none) || !length_ok) {
             // A FIRST inside a message or a MIDDLE outside one: the opcode sequence is broken.
             nak(wire::nak_code::invalid_request);
             return;
@@ -343,22 +355,24 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
             send_ack(qp, psn, wire::aeth_syndrome::rnr_nak(qp.attr.min_rnr_timer), now);
             return;
         }
+        if (first) set_state(qp, receive_state::filling);
         ibv_wc_status status = IBV_WC_SUCCESS;
-        if (!write_payload_to_sges(qp, qp.recv_work, qp.recv_offset, packet.payload, length, psn, status)) {
+        if (!write_payload_to_sges(qp, qp.responder.recv_work, qp.responder.recv_offset, packet.payload, length, psn,
+                                   status)) {
             if (status == IBV_WC_LOC_LEN_ERR) ++_counters.resp_local_length_error;
             complete_receive(status, 0, false, false);
             nak(status == IBV_WC_LOC_LEN_ERR ? wire::nak_code::invalid_request
                                              : wire::nak_code::remote_operational_error);
             return;
         }
-        qp.recv_offset += length;
+        qp.responder.recv_offset += length;
         if (last) {
-            complete_receive(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.recv_offset),
+            complete_receive(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.responder.recv_offset),
                              packet.immdt_header != nullptr, false);
-            qp.msn = wire::psn_add(qp.msn, 1);
+            qp.responder.msn = wire::psn_add(qp.responder.msn, 1);
         }
     } else if (op.has(wire::opcode_mask::write)) {
-        if (first == qp.writing || !length_ok) {
+        if (first == qp.responder.write.has_value() || !length_ok) {
             nak(wire::nak_code::invalid_request);
             return;
         }
@@ -368,34 +382,36 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
                 return;
             }
         }
-        if (length > qp.write_remaining || (last && length != qp.write_remaining)) {
+        remote_write& write = *qp.responder.write;
+        if (length > write.remaining || (last && length != write.remaining)) {
             nak(wire::nak_code::invalid_request);
             return;
         }
         const bool with_imm = packet.immdt_header != nullptr;
-        if (last && with_imm && !qp.receiving && !take_receive_wqe(qp)) {
+        if (last && with_imm && qp.responder.receive == receive_state::none && !take_receive_wqe(qp)) {
             ++_counters.rnr_nak_sent;
             send_ack(qp, psn, wire::aeth_syndrome::rnr_nak(qp.attr.min_rnr_timer), now);
             return;
         }
         if (length) {
-            const memory_region* mr = remote_mr(qp.write_rkey, qp.pd, qp.write_va, length, IBV_ACCESS_REMOTE_WRITE);
+            const memory_region* mr = remote_mr(write.rkey, qp.pd, write.va, length, IBV_ACCESS_REMOTE_WRITE);
             if (!mr) {
                 ++_counters.resp_remote_access_errors;
                 nak(wire::nak_code::remote_access_error);
                 return;
             }
             if (!_dma.fits(mr->memory, 1)) flush_dma();
-            _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (qp.write_va - mr->iova),
+            _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (write.va - mr->iova),
                            length, write_origin::request(qp, psn, wire::nak_code::remote_access_error));
             if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
         }
-        qp.write_va += length;
-        qp.write_remaining -= length;
+        write.va += length;
+        write.remaining -= length;
         if (last) {
-            qp.writing = false;
-            if (with_imm) complete_receive(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.write_total), true, true);
-            qp.msn = wire::psn_add(qp.msn, 1);
+            const std::uint64_t total = write.total;
+            qp.responder.write.reset();
+            if (with_imm) complete_receive(IBV_WC_SUCCESS, static_cast<std::uint32_t>(total), true, true);
+            qp.responder.msn = wire::psn_add(qp.responder.msn, 1);
         }
     } else if (op.has(wire::opcode_mask::read) || op.has(wire::opcode_mask::atomic)) {
         handle_read_atomic_request(qp, packet, now); // answered by run_read_atomic_responder
@@ -405,7 +421,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         return;
     }
 
-    qp.expected_psn = wire::psn_add(psn, 1);
+    qp.responder.expected_psn = wire::psn_add(psn, 1);
     if (bth.ack_request()) send_ack(qp, psn, wire::aeth_syndrome::ack(invalid_credits), now);
 }
 

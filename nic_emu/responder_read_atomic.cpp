@@ -31,7 +31,7 @@ std::uint32_t resource_capacity(const queue_pair& qp) {
 
 responder_resource* oldest_pending(queue_pair& qp) {
     for (std::uint32_t i = 0; i < max_responder_resources; ++i) {
-        responder_resource& r = qp.rd_atomic[(qp.rd_atomic_head + i) % max_responder_resources];
+        responder_resource& r = qp.responder.rd_atomic[(qp.responder.rd_atomic_head + i) % max_responder_resources];
         if (r.pending) return &r;
     }
     return nullptr;
@@ -40,7 +40,8 @@ responder_resource* oldest_pending(queue_pair& qp) {
 } // namespace
 
 bool nic_node::read_atomic_responses_pending(const queue_pair& qp) const {
-    return std::any_of(qp.rd_atomic.begin(), qp.rd_atomic.end(), [](const auto& r) { return r.pending; });
+    const auto& resources = qp.responder.rd_atomic;
+    return std::any_of(resources.begin(), resources.end(), [](const auto& r) { return r.pending; });
 }
 
 void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
@@ -51,13 +52,13 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
         send_ack(qp, psn, wire::aeth_syndrome::nak(code), now);
         enter_error(qp, wire::to_string(code));
     };
-    if (qp.receiving || qp.writing) {
+    if (qp.responder.receive != receive_state::none || qp.responder.write) {
         // A READ or atomic inside a multi-packet SEND or WRITE: the opcode sequence is broken.
         nak(wire::nak_code::invalid_request);
         return;
     }
     std::uint32_t pending = 0;
-    for (const auto& r : qp.rd_atomic) pending += r.pending && !r.replay;
+    for (const auto& r : qp.responder.rd_atomic) pending += r.pending && !r.replay;
     if (pending >= resource_capacity(qp)) {
         // The requester has more READ/atomic requests outstanding than max_dest_rd_atomic
         // (IBA 9.7.5.1.3: too many outstanding is an invalid request).
@@ -137,10 +138,10 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
     res.first_psn = psn;
     res.response_psn = psn;
     res.pending = true;
-    qp.rd_atomic[qp.rd_atomic_head] = res;
-    qp.rd_atomic_head = (qp.rd_atomic_head + 1) % max_responder_resources;
-    qp.expected_psn = wire::psn_add(psn, res.packets);
-    qp.msn = wire::psn_add(qp.msn, 1);
+    qp.responder.rd_atomic[qp.responder.rd_atomic_head] = res;
+    qp.responder.rd_atomic_head = (qp.responder.rd_atomic_head + 1) % max_responder_resources;
+    qp.responder.expected_psn = wire::psn_add(psn, res.packets);
+    qp.responder.msn = wire::psn_add(qp.responder.msn, 1);
 }
 
 void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
@@ -148,7 +149,7 @@ void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_r
     const std::uint32_t psn = packet.bth_header->psn();
     const bool is_read = packet.info->has(wire::opcode_mask::read);
     responder_resource* found = nullptr;
-    for (auto& r : qp.rd_atomic) {
+    for (auto& r : qp.responder.rd_atomic) {
         if (r.type == responder_resource::kind::none) continue;
         const std::int32_t into = wire::psn_diff(psn, r.first_psn);
         if (into >= 0 && into < static_cast<std::int32_t>(r.packets)) found = &r;
@@ -203,7 +204,7 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
         spec.ack_request = false;
         spec.solicited = false;
         spec.aeth_syndrome = wire::aeth_syndrome::ack(invalid_credits);
-        spec.aeth_msn = qp.msn & wire::mask24;
+        spec.aeth_msn = qp.responder.msn & wire::mask24;
         std::uint8_t* out = nullptr;
         rte_mbuf* frame = nullptr;
         if (res->type == responder_resource::kind::atomic) {
@@ -255,7 +256,7 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
         batch.frames[batch.count++] = frame;
         link_free += serialization_time(rte_pktmbuf_data_len(frame) + wire_overhead_bytes, _spec.speed_bps);
     }
-    if (batch.count == 0 && !failed && !qp.ack_deferred) return false;
+    if (batch.count == 0 && !failed && !qp.responder.deferred_ack) return false;
     if (batch.segments && !batch.memory->read({batch.local.data(), batch.segments},
                                               {batch.remote.data(), batch.segments})) {
         // The registered memory vanished under the NIC: the READ cannot be answered.
@@ -272,18 +273,19 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
         enter_error(qp, "remote access error");
         return true;
     }
-    if (qp.ack_deferred && !read_atomic_responses_pending(qp)) {
-        qp.ack_deferred = false;
+    if (qp.responder.deferred_ack && !read_atomic_responses_pending(qp)) {
+        const deferred_ack deferred = *qp.responder.deferred_ack;
+        qp.responder.deferred_ack.reset();
         // A sequence NAK waited behind the responses while the request it was missing may
         // have arrived late (reordered) and been answered: the requests that overtook it were
         // discarded all the same, so the NAK names where the responder stands now. Naming the
         // old PSN, already acknowledged by those responses, would be stale (IBA 9.7.5.1.1).
-        std::uint32_t psn = qp.deferred_ack_psn;
-        const bool sequence_nak = wire::aeth_syndrome::is_nak(qp.deferred_ack_syndrome) &&
-                                  wire::aeth_syndrome::nak_code_of(qp.deferred_ack_syndrome) ==
+        std::uint32_t psn = deferred.psn;
+        const bool sequence_nak = wire::aeth_syndrome::is_nak(deferred.syndrome) &&
+                                  wire::aeth_syndrome::nak_code_of(deferred.syndrome) ==
                                       wire::nak_code::psn_sequence_error;
-        if (sequence_nak && wire::psn_diff(qp.expected_psn, psn) > 0) psn = qp.expected_psn;
-        send_ack(qp, psn, qp.deferred_ack_syndrome, now);
+        if (sequence_nak && wire::psn_diff(qp.responder.expected_psn, psn) > 0) psn = qp.responder.expected_psn;
+        send_ack(qp, psn, deferred.syndrome, now);
     }
     return true;
 }

@@ -57,14 +57,14 @@ ibv_wc_status nic_node::start_ud_send(queue_pair& qp, send_work& work) {
 
 void nic_node::retire_sent(queue_pair& qp) {
     const std::uint32_t mask = qp.send_size - 1;
-    while (qp.sq_retired != qp.sq_current) {
-        const send_work& work = qp.started_work[qp.sq_retired & mask];
-        ++qp.sq_retired;
-        qp.control->send.consumer.store(qp.sq_retired, std::memory_order_release);
+    while (qp.requester.sq_retired != qp.requester.sq_current) {
+        const send_work& work = qp.requester.started_work[qp.requester.sq_retired & mask];
+        ++qp.requester.sq_retired;
+        qp.control->send.consumer.store(qp.requester.sq_retired, std::memory_order_release);
         complete_send(qp, work, work.status); // the WQE that took the QP to SQE reports why
     }
     // Nothing will acknowledge these PSNs: the requester's window is always open.
-    qp.last_acked_psn = wire::psn_add(qp.next_psn, wire::psn_mask);
+    qp.completer.last_acked_psn = wire::psn_add(qp.requester.next_psn, wire::psn_mask);
 }
 
 // ---- shared receive queue ------------------------------------------------------------------------
@@ -74,12 +74,12 @@ bool nic_node::take_srq_wqe(queue_pair& qp) {
     const std::uint32_t producer = srq.control->recv.producer.load(std::memory_order_acquire);
     if (producer == srq.consumed) return false;
     if (producer - srq.consumed > srq.size) return false; // a corrupt ring holds nothing usable
-    qp.recv_work = srq.slots[srq.consumed & (srq.size - 1)];
+    qp.responder.recv_work = srq.slots[srq.consumed & (srq.size - 1)];
     ++srq.consumed;
     // The WQE is the QP's now (a private copy): its slot is free at once.
     srq.control->recv.consumer.store(srq.consumed, std::memory_order_release);
-    qp.receiving = true;
-    qp.recv_offset = 0;
+    set_state(qp, receive_state::held);
+    qp.responder.recv_offset = 0;
     // IBA 10.2.9.4 (and 11.6.3.2): an armed SRQ reports once that it fell below its limit,
     // and is disarmed until ibv_modify_srq arms it again.
     if (srq.limit && producer - srq.consumed < srq.limit) {
@@ -106,17 +106,17 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
     // The message in progress is given up; what it placed stays, and a held receive WQE
     // serves the next SEND (IBA 9.7.5.1.1 for UC: no completion for a partial message).
     auto abandon = [&] {
-        qp.uc_send_in_progress = false;
-        qp.writing = false;
+        if (qp.responder.receive == receive_state::filling) set_state(qp, receive_state::held);
+        qp.responder.write.reset();
     };
     auto drop = [&] {
         abandon();
-        qp.uc_dropping = true;
+        set_state(qp, responder_state::dropping_message);
         ++_counters.uc_dropped_packets;
     };
     auto complete = [&](ibv_wc_status status, std::uint32_t byte_len, bool write_imm) {
         hw::cqe e{};
-        e.wr_id = qp.recv_work.wr_id;
+        e.wr_id = qp.responder.recv_work.wr_id;
         e.status = status;
         e.opcode = write_imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
         e.byte_len = byte_len;
@@ -127,26 +127,25 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
             e.immediate = packet.immdt_header->data.raw(); // network order, as ibv_wc::imm_data
         }
         if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
-        qp.receiving = false;
-        qp.uc_send_in_progress = false;
-        qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
+        set_state(qp, receive_state::none);
+        qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
         stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
     };
 
     // No NAK exists for UC: a PSN other than the expected one means packets were lost, and
     // the responder follows the sender's PSN from here on.
-    if (psn != qp.expected_psn) {
+    if (psn != qp.responder.expected_psn) {
         ++_counters.out_of_sequence;
         abandon();
-        qp.uc_dropping = true;
+        set_state(qp, responder_state::dropping_message);
     }
-    qp.expected_psn = wire::psn_add(psn, 1);
-    if (qp.uc_dropping) {
+    qp.responder.expected_psn = wire::psn_add(psn, 1);
+    if (qp.responder.state == responder_state::dropping_message) {
         if (!first) {
             ++_counters.uc_dropped_packets;
             return;
         }
-        qp.uc_dropping = false;
+        set_state(qp, responder_state::in_sequence);
     }
     if (first) abandon(); // a FIRST inside a message: that message lost its end
 
@@ -155,51 +154,54 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
     if (last ? length > qp.mtu_bytes : length != qp.mtu_bytes) return drop();
 
     if (op.has(wire::opcode_mask::send)) {
-        if (!first && !qp.uc_send_in_progress) return drop();
+        if (!first && qp.responder.receive != receive_state::filling) return drop();
         if (first) {
-            if (!qp.receiving && !take_receive_wqe(qp)) {
+            if (qp.responder.receive == receive_state::none && !take_receive_wqe(qp)) {
                 ++_counters.out_of_buffer; // UC has no RNR NAK: the message is lost
                 return drop();
             }
-            qp.recv_offset = 0;
-            qp.uc_send_in_progress = true;
+            qp.responder.recv_offset = 0;
+            set_state(qp, receive_state::filling);
         }
         ibv_wc_status status = IBV_WC_SUCCESS;
-        if (!write_payload_to_sges(qp, qp.recv_work, qp.recv_offset, packet.payload, length, psn, status)) {
+        if (!write_payload_to_sges(qp, qp.responder.recv_work, qp.responder.recv_offset, packet.payload, length, psn,
+                                   status)) {
             if (status == IBV_WC_LOC_LEN_ERR) ++_counters.resp_local_length_error;
             complete(status, 0, false);
             return drop();
         }
-        qp.recv_offset += length;
-        if (last) complete(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.recv_offset), false);
+        qp.responder.recv_offset += length;
+        if (last) complete(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.responder.recv_offset), false);
         return;
     }
     if (!op.has(wire::opcode_mask::write)) return drop(); // nothing else is a UC request
 
-    if (!first && !qp.writing) return drop();
+    if (!first && !qp.responder.write) return drop();
     if (first && !begin_remote_write(qp, *packet.reth_header)) return drop();
-    if (length > qp.write_remaining || (last && length != qp.write_remaining)) return drop();
+    remote_write& write = *qp.responder.write;
+    if (length > write.remaining || (last && length != write.remaining)) return drop();
     const bool with_imm = packet.immdt_header != nullptr;
-    if (last && with_imm && !qp.receiving && !take_receive_wqe(qp)) {
+    if (last && with_imm && qp.responder.receive == receive_state::none && !take_receive_wqe(qp)) {
         ++_counters.out_of_buffer;
         return drop();
     }
     if (length) {
-        const memory_region* mr = remote_mr(qp.write_rkey, qp.pd, qp.write_va, length, IBV_ACCESS_REMOTE_WRITE);
+        const memory_region* mr = remote_mr(write.rkey, qp.pd, write.va, length, IBV_ACCESS_REMOTE_WRITE);
         if (!mr) {
             ++_counters.resp_remote_access_errors;
             return drop();
         }
         if (!_dma.fits(mr->memory, 1)) flush_dma();
-        _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (qp.write_va - mr->iova),
+        _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (write.va - mr->iova),
                        length, write_origin::local(qp));
         if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
     }
-    qp.write_va += length;
-    qp.write_remaining -= length;
+    write.va += length;
+    write.remaining -= length;
     if (last) {
-        qp.writing = false;
-        if (with_imm) complete(IBV_WC_SUCCESS, static_cast<std::uint32_t>(qp.write_total), true);
+        const std::uint64_t total = write.total;
+        qp.responder.write.reset();
+        if (with_imm) complete(IBV_WC_SUCCESS, static_cast<std::uint32_t>(total), true);
     }
 }
 
@@ -221,7 +223,7 @@ void nic_node::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet
         ++_counters.out_of_buffer; // UD has no RNR NAK: the datagram is lost
         return;
     }
-    const hw::recv_wqe& wqe = qp.recv_work;
+    const hw::recv_wqe& wqe = qp.responder.recv_work;
     const std::size_t length = packet.payload_length;
     auto complete = [&](ibv_wc_status status, std::uint32_t byte_len) {
         hw::cqe e{};
@@ -242,8 +244,8 @@ void nic_node::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet
             e.immediate = packet.immdt_header->data.raw();
         }
         if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
-        qp.receiving = false;
-        qp.control->recv.consumer.store(qp.rq_consumed, std::memory_order_release);
+        set_state(qp, receive_state::none);
+        qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
         stage_completion(qp, *qp.recv_cq, e, packet.bth_header->solicited(), psn, psn);
     };
     if (hw::grh_length + length > receive_capacity(wqe)) {

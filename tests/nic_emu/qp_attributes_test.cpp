@@ -2,9 +2,15 @@
 // (attach_protocol.hpp carries an ibv_qp_attr as it is). Its enum fields may hold any 32-bit
 // value, and the NIC must refuse what is out of range without acting on it.
 
+#include "dataplane/log.hpp"
 #include "tests/nic_emu/two_nics_fixture.hpp"
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+
+#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <string_view>
 
 namespace rocefab::nic {
 namespace {
@@ -62,6 +68,39 @@ TEST_F(qp_attributes, out_of_range_states_and_path_mtu_are_refused_and_change_no
                   EINVAL);
     }
     EXPECT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_INIT);
+}
+
+// The QP state (IBA 10.3.1) and the transport engines' own states change in one place each, which
+// traces the change at debug level: how a QP got where it is can be read from the NIC's log.
+TEST_F(qp_attributes, state_changes_are_traced_at_debug_level) {
+    spdlog::logger& logger = log::nic();
+    const auto level = logger.level();
+    auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+    logger.sinks().push_back(sink);
+    logger.set_level(spdlog::level::debug);
+    connect();
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_SQD;
+    attr.en_sqd_async_notify = 1;
+    const int drained = h1.nic->modify_qp(h1.context, h1.qp, attr, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY, now());
+    logger.sinks().pop_back();
+    logger.set_level(level);
+    ASSERT_EQ(drained, 0);
+    const std::vector<std::string> lines = sink->last_formatted();
+    auto traced = [&](std::string_view text) {
+        return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(text) != l.npos; });
+    };
+    EXPECT_TRUE(traced("(RC) RESET -> INIT"));
+    EXPECT_TRUE(traced("(RC) RTR -> RTS"));
+    EXPECT_TRUE(traced("(RC) RTS -> SQD"));
+    EXPECT_TRUE(traced("requester: ready -> draining"));
+}
+
+TEST_F(qp_attributes, every_engine_state_has_a_name) {
+    EXPECT_STREQ(state_name(requester_state::drained), "drained");
+    EXPECT_STREQ(state_name(completer_state::implied_retry), "implied-retry");
+    EXPECT_STREQ(state_name(responder_state::dropping_message), "dropping-message");
+    EXPECT_STREQ(state_name(receive_state::filling), "filling");
 }
 
 } // namespace
