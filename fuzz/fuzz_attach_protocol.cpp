@@ -61,9 +61,8 @@ struct daemon_under_test {
             fail("cannot load configs/two-hosts.yaml");
         fab = std::make_unique<control::fabric>(std::move(topology));
         fab->start();
-        server = std::make_unique<control::attach_server>(io, *fab, runtime,
-                                                          control::access_policy(::geteuid(), std::nullopt),
-                                                          control::session_limits{});
+        server = std::make_unique<control::attach_server>(
+            io, *fab, runtime, control::access_policy(::geteuid(), std::nullopt), control::session_limits{});
         nic = fab->find_nic("h1", "rfab0");
     }
 
@@ -121,7 +120,7 @@ struct client {
 
     // Maps a shared region the daemon passed, to scribble on later.
     void take(int received) {
-        struct stat s{};
+        struct stat s {};
         if (::fstat(received, &s) == 0 && S_ISREG(s.st_mode) && s.st_size > 0) {
             const std::size_t length = static_cast<std::size_t>(s.st_size);
             void* base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, received, 0);

@@ -40,7 +40,8 @@ public:
         if (bytes.size() >= sizeof *eth && eth->ether_type.load() == wire::ethertype::mac_control) {
             std::uint8_t enable;
             std::array<std::uint16_t, 8> quanta;
-            if (!wire::parse_pfc_frame(bytes, enable, quanta)) fuzz::invariant_broken("the NIC sent a malformed PFC frame");
+            if (!wire::parse_pfc_frame(bytes, enable, quanta))
+                fuzz::invariant_broken("the NIC sent a malformed PFC frame");
         } else {
             wire::parsed_roce parsed;
             if (wire::parse_roce_frame(bytes, parsed) != wire::parse_error::none)

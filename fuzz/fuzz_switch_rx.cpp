@@ -73,7 +73,8 @@ public:
         const std::span<std::uint8_t> bytes = frame_bytes(frame);
         std::memcpy(out.head.data(), bytes.data(), std::min(bytes.size(), out.head.size()));
         trace.push_back(out);
-        _busy[port] = std::max(now, _busy[port]) + serialization_time(rte_pktmbuf_pkt_len(frame), sut::port_speed_bps[port]);
+        _busy[port] =
+            std::max(now, _busy[port]) + serialization_time(rte_pktmbuf_pkt_len(frame), sut::port_speed_bps[port]);
         fuzz::free_transmitted(frame);
         return _busy[port];
     }
@@ -85,7 +86,8 @@ private:
         if (!fuzz::from_input_pool(frame)) {
             std::uint8_t enable;
             std::array<std::uint16_t, 8> quanta;
-            if (!wire::parse_pfc_frame(bytes, enable, quanta)) fuzz::invariant_broken("the switch made a frame that is not PFC");
+            if (!wire::parse_pfc_frame(bytes, enable, quanta))
+                fuzz::invariant_broken("the switch made a frame that is not PFC");
             return;
         }
         const auto it = _inputs.find(frame);
@@ -122,8 +124,8 @@ void show(const switch_emu::switch_node& sw) {
         for (std::uint8_t tc = 0; tc < switch_emu::traffic_class_count; ++tc) {
             const auto& q = sw.queue_stats(port, tc);
             if (q.ecn_marked || q.tail_drops || q.watchdog_drops)
-                line += " tc" + std::to_string(tc) + ":ecn=" + std::to_string(q.ecn_marked) + ",tail=" +
-                        std::to_string(q.tail_drops) + ",wd=" + std::to_string(q.watchdog_drops);
+                line += " tc" + std::to_string(tc) + ":ecn=" + std::to_string(q.ecn_marked) +
+                        ",tail=" + std::to_string(q.tail_drops) + ",wd=" + std::to_string(q.watchdog_drops);
         }
         std::fprintf(stderr, "swp%u:%s\n", port + 1, line.c_str());
     }

@@ -104,7 +104,8 @@ void switch_seeds(const std::filesystem::path& root) {
 
     const auto to_port1 = frame(0, v4(sut::host_ipv4(0)), v4(sut::host_ipv4(1)), 256);
     out.write("roce_v4_lossless", story(0).add(sealed | p(0), roce(to_port1, pattern(256)), us1));
-    out.write("roce_v6", story(0).add(sealed | p(0), roce(frame(0, sut::host_ipv6(0), sut::host_ipv6(1), 128), pattern(128))));
+    out.write("roce_v6",
+              story(0).add(sealed | p(0), roce(frame(0, sut::host_ipv6(0), sut::host_ipv6(1), 128), pattern(128))));
     {
         auto s = frame(1, v4(sut::host_ipv4(1)), v4(sut::host_ipv4(2)), 64);
         s.vlan = true;
@@ -162,7 +163,8 @@ void switch_seeds(const std::filesystem::path& root) {
         st.add(p(2), pfc(sut::neighbour_mac(2), 1 << 3, 0), us100);
         out.write("pfc_xoff_xon", st);
         // A storm: the neighbour keeps pausing; the watchdog (1 ms polls) declares it, drops, restores.
-        for (std::uint8_t config : {std::uint8_t(c::fast_watchdog), std::uint8_t(c::fast_watchdog | c::watchdog_forward)}) {
+        for (std::uint8_t config :
+             {std::uint8_t(c::fast_watchdog), std::uint8_t(c::fast_watchdog | c::watchdog_forward)}) {
             story storm(config);
             storm.add(sealed | p(0), roce(to2, pattern(1000)), 0, 10);
             for (int i = 0; i < 6; ++i) storm.add(p(2), pfc(sut::neighbour_mac(2), 1 << 3, 0xffff), ms2);
@@ -211,7 +213,8 @@ void switch_seeds(const std::filesystem::path& root) {
         story st(0);
         st.add(sealed | f::hold | p(0), roce(to_port1, pattern(300)), 0, 3);
         st.add(f::hold | p(0), pfc(sut::neighbour_mac(0), 1 << 3, 0x100));
-        st.add(sealed | f::hold | p(0), roce(frame(0, v4(sut::host_ipv4(0)), v4(sut::host_ipv4(2)), 300), pattern(300)));
+        st.add(sealed | f::hold | p(0),
+               roce(frame(0, v4(sut::host_ipv4(0)), v4(sut::host_ipv4(2)), 300), pattern(300)));
         st.add(sealed | p(0), roce(udp, pattern(300)), us1, 2);
         out.write("mixed_vector", st);
     }
@@ -250,8 +253,8 @@ void nic_seeds(const std::filesystem::path& root) {
         return s;
     };
     using op = wire::ib_opcode;
-    const std::uint8_t rc = qp_flag(nut::rc) | f::seal, uc = qp_flag(nut::uc) | f::seal, ud = qp_flag(nut::ud) | f::seal,
-                       srq = qp_flag(nut::rc_srq) | f::seal;
+    const std::uint8_t rc = qp_flag(nut::rc) | f::seal, uc = qp_flag(nut::uc) | f::seal,
+                       ud = qp_flag(nut::ud) | f::seal, srq = qp_flag(nut::rc_srq) | f::seal;
 
     // -- the responder: requests from the peer
     out.write("rc_send_only", story(0).add(rc, roce(to(nut::rc, op::rc_send_only, nut::rq_psn), pattern(200))));
@@ -330,7 +333,8 @@ void nic_seeds(const std::filesystem::path& root) {
         atomic.atomic_va = main_end - 8;
         atomic.atomic_rkey = rkey;
         atomic.atomic_swap_add = 1;
-        out.write("rc_mr_edges", story(0).add(rc, roce(write, pattern(300))).add(rc, roce(read), us1).add(rc, roce(atomic), us1));
+        out.write("rc_mr_edges",
+                  story(0).add(rc, roce(write, pattern(300))).add(rc, roce(read), us1).add(rc, roce(atomic), us1));
         write.reth_va = main_end - 299; // one byte past the end: a remote access error
         out.write("rc_write_past_mr_end", story(0).add(rc, roce(write, pattern(300))));
         read.reth_va += 1;
@@ -360,7 +364,7 @@ void nic_seeds(const std::filesystem::path& root) {
     }
     {
         story st(0);
-        st.add(rc, roce(to(nut::rc, op::rc_send_only, nut::rq_psn - 1), pattern(8))); // duplicate: ACKed again
+        st.add(rc, roce(to(nut::rc, op::rc_send_only, nut::rq_psn - 1), pattern(8)));        // duplicate: ACKed again
         st.add(rc, roce(to(nut::rc, op::rc_send_only, nut::rq_psn + 3), pattern(8)), us100); // ahead: held, NAK
         st.add(rc, roce(to(nut::rc, op::rc_send_only, nut::rq_psn), pattern(8)), us1);
         out.write("rc_duplicate_and_gap", st);
@@ -390,7 +394,8 @@ void nic_seeds(const std::filesystem::path& root) {
         st.add(rc, roce(response(op::rc_acknowledge, nut::write_psn + 1, syn::ack(31), 2)), us1);
         st.add(rc, roce(response(op::rc_rdma_read_response_first, nut::read_psn, syn::ack(31), 3), pattern(1024)));
         st.add(rc, roce(response(op::rc_rdma_read_response_middle, nut::read_psn + 1, 0, 0), pattern(1024, 4)));
-        st.add(rc, roce(response(op::rc_rdma_read_response_last, nut::read_psn + 2, syn::ack(31), 3), pattern(952, 5)), us1);
+        st.add(rc, roce(response(op::rc_rdma_read_response_last, nut::read_psn + 2, syn::ack(31), 3), pattern(952, 5)),
+               us1);
         auto atomic = response(op::rc_atomic_acknowledge, nut::compare_swap_psn, syn::ack(31), 4);
         atomic.atomic_original = 0;
         st.add(rc, roce(atomic));
@@ -398,22 +403,28 @@ void nic_seeds(const std::filesystem::path& root) {
         atomic.aeth_msn = 5;
         atomic.atomic_original = 41;
         st.add(rc, roce(atomic), us1);
-        st.add(rc | f::replenish | f::post_more, roce(response(op::rc_acknowledge, nut::send_immediate_psn, syn::ack(31), 6)), us100);
+        st.add(rc | f::replenish | f::post_more,
+               roce(response(op::rc_acknowledge, nut::send_immediate_psn, syn::ack(31), 6)), us100);
         out.write("rc_completer_all", st);
     }
     out.write("rc_ack_coalesced",
               story(0).add(rc, roce(response(op::rc_acknowledge, nut::write_psn + 1, syn::ack(31), 2)), us1));
-    out.write("rc_nak_sequence",
-              story(0).add(rc, roce(response(op::rc_acknowledge, nut::write_psn, syn::nak(wire::nak_code::psn_sequence_error), 1)), us100));
-    out.write("rc_nak_remote_access",
-              story(0).add(rc, roce(response(op::rc_acknowledge, nut::send_psn, syn::nak(wire::nak_code::remote_access_error), 0)), us100));
-    out.write("rc_rnr_nak",
-              story(c::few_retries).add(rc, roce(response(op::rc_acknowledge, nut::send_psn, syn::rnr_nak(1), 0)), ms2).add(
-                  rc, roce(response(op::rc_acknowledge, nut::send_psn, syn::rnr_nak(1), 0)), ms2));
+    out.write("rc_nak_sequence", story(0).add(rc,
+                                              roce(response(op::rc_acknowledge, nut::write_psn,
+                                                            syn::nak(wire::nak_code::psn_sequence_error), 1)),
+                                              us100));
+    out.write("rc_nak_remote_access", story(0).add(rc,
+                                                   roce(response(op::rc_acknowledge, nut::send_psn,
+                                                                 syn::nak(wire::nak_code::remote_access_error), 0)),
+                                                   us100));
+    out.write("rc_rnr_nak", story(c::few_retries)
+                                .add(rc, roce(response(op::rc_acknowledge, nut::send_psn, syn::rnr_nak(1), 0)), ms2)
+                                .add(rc, roce(response(op::rc_acknowledge, nut::send_psn, syn::rnr_nak(1), 0)), ms2));
     {
         story st(0); // only the last READ response: the ones before it are missing (implied NAK)
         st.add(rc, roce(response(op::rc_acknowledge, nut::write_psn + 1, syn::ack(31), 2)));
-        st.add(rc, roce(response(op::rc_rdma_read_response_last, nut::read_psn + 2, syn::ack(31), 3), pattern(952, 5)), us100);
+        st.add(rc, roce(response(op::rc_rdma_read_response_last, nut::read_psn + 2, syn::ack(31), 3), pattern(952, 5)),
+               us100);
         st.add(rc, roce(response(op::rc_acknowledge, nut::send_immediate_psn, syn::ack(31), 6)), ms2);
         out.write("rc_read_response_missing", st);
         story timeout(c::few_retries); // nothing answers: retransmission, then retries exhausted
@@ -428,10 +439,10 @@ void nic_seeds(const std::filesystem::path& root) {
         story st(0);
         st.add(rc, roce(response(op::rc_rdma_read_response_last, nut::read_psn + 2, syn::ack(31), 3), pattern(952, 5)));
         st.add(rc, roce(to(nut::rc, op::rc_send_only, nut::rq_psn + 2), pattern(8)));
-        st.add(cycle, roce(response(op::rc_acknowledge, nut::send_psn, syn::ack(31), 1)), us1); // to SQD
+        st.add(cycle, roce(response(op::rc_acknowledge, nut::send_psn, syn::ack(31), 1)), us1);      // to SQD
         st.add(cycle, roce(response(op::rc_acknowledge, nut::write_psn + 1, syn::ack(31), 2)), us1); // to RTS
-        st.add(cycle, roce(to(nut::rc, op::rc_send_only, nut::rq_psn), pattern(8)), us1); // to ERR
-        st.add(cycle, roce(to(nut::rc, op::rc_send_only, nut::rq_psn + 1), pattern(8)), us1); // RESET, RTS
+        st.add(cycle, roce(to(nut::rc, op::rc_send_only, nut::rq_psn), pattern(8)), us1);            // to ERR
+        st.add(cycle, roce(to(nut::rc, op::rc_send_only, nut::rq_psn + 1), pattern(8)), us1);        // RESET, RTS
         st.add(rc | f::post_more, roce(to(nut::rc, op::rc_send_only, nut::rq_psn), pattern(8)), us100);
         st.add(rc, roce(response(op::rc_acknowledge, nut::sq_psn + 2, syn::ack(31), 3)), us1);
         out.write("rc_state_cycle", st);
@@ -466,7 +477,8 @@ void nic_seeds(const std::filesystem::path& root) {
         st.add(ud, roce(s, pattern(1024)));
         out.write("ud_sends", st);
     }
-    out.write("srq_rc_v6_send", story(0).add(srq, roce(to(nut::rc_srq, op::rc_send_only, nut::rq_psn), pattern(500)), 0, 9));
+    out.write("srq_rc_v6_send",
+              story(0).add(srq, roce(to(nut::rc_srq, op::rc_send_only, nut::rq_psn), pattern(500)), 0, 9));
 
     // -- congestion: CNP (reaction point), PFC, a slow receiver, priority tags
     {
@@ -475,9 +487,11 @@ void nic_seeds(const std::filesystem::path& root) {
         wire::make_cnp_spec(s, dut.qpn(nut::rc));
         out.write("cnp", story(0).add(rc, roce(s, bytes(wire::cnp_payload_length, 0)), us1, 5));
     }
-    out.write("pfc_pause_prio3", story(0).add(0, pfc(nut::peer_mac, 1 << 3, 0xffff), us100).add(0, pfc(nut::peer_mac, 1 << 3, 0)));
-    out.write("slow_receiver",
-              story(c::slow_receiver).add(rc, roce(to(nut::rc, op::rc_send_only, nut::rq_psn), pattern(1000)), us1, 40));
+    out.write("pfc_pause_prio3",
+              story(0).add(0, pfc(nut::peer_mac, 1 << 3, 0xffff), us100).add(0, pfc(nut::peer_mac, 1 << 3, 0)));
+    out.write(
+        "slow_receiver",
+        story(c::slow_receiver).add(rc, roce(to(nut::rc, op::rc_send_only, nut::rq_psn), pattern(1000)), us1, 40));
     {
         auto s = to(nut::rc, op::rc_send_only, nut::rq_psn);
         s.vlan = true;

@@ -41,7 +41,7 @@ inline constexpr wire::mac_address nic_mac{{0x02, 0x01, 0x00, 0x01, 0x00, 0x01}}
 inline constexpr wire::mac_address peer_mac{{0x02, 0x01, 0x00, 0x02, 0x00, 0x01}};
 inline constexpr std::uint32_t nic_ipv4 = 0x0a000001u;  // 10.0.0.1
 inline constexpr std::uint32_t peer_ipv4 = 0x0a000002u; // 10.0.0.2
-inline wire::ipv6_address peer_ipv6() {                  // 2001:db8::2, rc_srq's peer
+inline wire::ipv6_address peer_ipv6() {                 // 2001:db8::2, rc_srq's peer
     wire::ipv6_address a{};
     a.bytes = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
     return a;
@@ -60,7 +60,7 @@ inline constexpr std::size_t guard_bytes = 4096;
 inline constexpr std::size_t main_bytes = 96 * 1024;
 inline constexpr std::size_t read_only_bytes = 16 * 1024;
 // Where things are in the main MR (offsets from its start).
-inline constexpr std::size_t rc_receive_at = 0, rc_receive_slots = 16;      // 1 KiB each, 2 SGEs
+inline constexpr std::size_t rc_receive_at = 0, rc_receive_slots = 16;        // 1 KiB each, 2 SGEs
 inline constexpr std::size_t uc_receive_at = 16 * 1024, uc_receive_slots = 8; // 1 KiB each
 inline constexpr std::size_t ud_receive_at = 24 * 1024, ud_receive_slots = 8; // GRH + 1 KiB each
 inline constexpr std::size_t srq_receive_at = 34 * 1024, srq_receive_slots = 8;
@@ -81,22 +81,22 @@ inline constexpr std::uint32_t send_psn = sq_psn, write_psn = sq_psn + 1, read_p
 
 // `config`, the input's first byte, picks a variant:
 namespace config_bit {
-inline constexpr std::uint8_t trust_pcp = 1 << 0;      // frames priority-tagged (mlnx_qos --trust pcp)
-inline constexpr std::uint8_t slow_receiver = 1 << 1;  // host_rx_bps 1G, a 64 KiB receive buffer, PFC out
-inline constexpr std::uint8_t no_dcqcn = 1 << 2;       // DCQCN neither reaction nor notification point
-inline constexpr std::uint8_t one_rd_atomic = 1 << 3;  // max_rd_atomic and max_dest_rd_atomic 1, not 4
-inline constexpr std::uint8_t no_timeout = 1 << 4;     // timeout 0 (wait forever), not 8 (1 ms)
-inline constexpr std::uint8_t few_retries = 1 << 5;    // retry_cnt 1 and rnr_retry 0, not 7 and 7
-inline constexpr std::uint8_t mtu_256 = 1 << 6;        // path MTU 256, not 1024 (the PSNs above move)
+inline constexpr std::uint8_t trust_pcp = 1 << 0;     // frames priority-tagged (mlnx_qos --trust pcp)
+inline constexpr std::uint8_t slow_receiver = 1 << 1; // host_rx_bps 1G, a 64 KiB receive buffer, PFC out
+inline constexpr std::uint8_t no_dcqcn = 1 << 2;      // DCQCN neither reaction nor notification point
+inline constexpr std::uint8_t one_rd_atomic = 1 << 3; // max_rd_atomic and max_dest_rd_atomic 1, not 4
+inline constexpr std::uint8_t no_timeout = 1 << 4;    // timeout 0 (wait forever), not 8 (1 ms)
+inline constexpr std::uint8_t few_retries = 1 << 5;   // retry_cnt 1 and rnr_retry 0, not 7 and 7
+inline constexpr std::uint8_t mtu_256 = 1 << 6;       // path MTU 256, not 1024 (the PSNs above move)
 } // namespace config_bit
 
 // A record's flags.
 namespace flag {
 inline constexpr std::uint8_t qp_mask = 7; // 1 + qp_index: the BTH's destination QP is set to it
 inline constexpr std::uint8_t fix_lengths = 1 << 3;
-inline constexpr std::uint8_t seal = 1 << 4;      // IPv4 header checksum and ICRC
-inline constexpr std::uint8_t replenish = 1 << 5; // afterwards the application reaps CQEs and reposts receives
-inline constexpr std::uint8_t post_more = 1 << 6; // afterwards the application posts READ, fetch-and-add, SEND on rc
+inline constexpr std::uint8_t seal = 1 << 4;        // IPv4 header checksum and ICRC
+inline constexpr std::uint8_t replenish = 1 << 5;   // afterwards the application reaps CQEs and reposts receives
+inline constexpr std::uint8_t post_more = 1 << 6;   // afterwards the application posts READ, fetch-and-add, SEND on rc
 inline constexpr std::uint8_t cycle_state = 1 << 7; // afterwards the application moves rc on (cycle_rc_state)
 } // namespace flag
 
@@ -267,7 +267,8 @@ private:
     void make_cq(cq_ring& cq) {
         shared_region region;
         int fd;
-        if (!shared_region::create("fuzz-cq", hw::cq_region_size(256), region, fd)) detail::setup_failed("CQ region", errno);
+        if (!shared_region::create("fuzz-cq", hw::cq_region_size(256), region, fd))
+            detail::setup_failed("CQ region", errno);
         ::close(fd);
         cq.control = static_cast<hw::cq_control*>(region.base());
         detail::check(_nic->create_cq(_context, 256, 0, std::move(region), cq.handle), "create_cq");
@@ -305,22 +306,24 @@ private:
         ::close(fd);
         q.control = static_cast<hw::qp_control*>(region.base());
         q.sq = reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region.base()) + hw::qp_send_slots_offset);
-        q.rq = reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region.base()) + hw::qp_recv_slots_offset(send_slots));
+        q.rq =
+            reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region.base()) + hw::qp_recv_slots_offset(send_slots));
         const nic_node::qp_request request{_pd, _send_cq.handle, _recv_cq.handle, type, false, cap, srq};
         detail::check(_nic->create_qp(_context, request, std::move(region), q.handle, q.qpn, granted), "create_qp");
     }
 
     // RESET -> INIT -> RTR -> RTS with what IBA 10.3.1 Table 93 asks of the transport.
-    void connect(const qp_ring& q, ibv_qp_type type, std::uint8_t sgid_index, std::uint32_t dest_qpn, bool one_rd_atomic,
-                 sim_time now = 0) {
+    void connect(const qp_ring& q, ibv_qp_type type, std::uint8_t sgid_index, std::uint32_t dest_qpn,
+                 bool one_rd_atomic, sim_time now = 0) {
         nic_node& n = *_nic;
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_INIT;
         a.port_num = 1;
         if (type == IBV_QPT_UD) {
             a.qkey = qkey;
-            detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, now),
-                          "UD to INIT");
+            detail::check(
+                n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, now),
+                "UD to INIT");
             a = {};
             a.qp_state = IBV_QPS_RTR;
             detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE, now), "UD to RTR");
@@ -330,8 +333,10 @@ private:
             detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_SQ_PSN, now), "UD to RTS");
             return;
         }
-        a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
-        detail::check(n.modify_qp(_context, q.handle, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, now),
+        a.qp_access_flags =
+            IBV_ACCESS_REMOTE_WRITE | (type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
+        detail::check(n.modify_qp(_context, q.handle, a,
+                                  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, now),
                       "to INIT");
         a = {};
         a.qp_state = IBV_QPS_RTR;
@@ -383,7 +388,8 @@ private:
     void post_receives() {
         auto top_up = [&](hw::ring_header& ring, hw::recv_wqe* slots, std::size_t at, std::size_t count,
                           std::uint32_t length, bool two_sges) {
-            while (ring.producer.load(std::memory_order_relaxed) - ring.consumer.load(std::memory_order_acquire) < count) {
+            while (ring.producer.load(std::memory_order_relaxed) - ring.consumer.load(std::memory_order_acquire) <
+                   count) {
                 const std::uint32_t p = ring.producer.load(std::memory_order_relaxed);
                 post_recv(ring, slots, p, address(at + (p % count) * length), length, _lkey, two_sges);
             }

@@ -21,7 +21,9 @@ inline constexpr std::array<std::uint64_t, port_count> port_speed_bps = {100'000
                                                                          1'000'000'000ull};
 inline constexpr std::array<std::uint32_t, port_count> port_mtu = {9000, 4200, 1500};
 
-constexpr wire::mac_address port_mac(std::uint16_t port) { return {{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(port)}}; }
+constexpr wire::mac_address port_mac(std::uint16_t port) {
+    return {{0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(port)}};
+}
 // The host (or next switch) at the far end of each port.
 constexpr wire::mac_address neighbour_mac(std::uint16_t port) {
     return {{0x02, 0, 0, 0, 0xbb, static_cast<std::uint8_t>(port)}};
@@ -84,10 +86,10 @@ inline switch_emu::switch_spec make_spec(std::uint8_t config) {
 
 // A record's flags.
 namespace flag {
-inline constexpr std::uint8_t port_mask = 3;   // ingress port (3 is port 0 too)
+inline constexpr std::uint8_t port_mask = 3; // ingress port (3 is port 0 too)
 inline constexpr std::uint8_t fix_lengths = 1 << 2;
-inline constexpr std::uint8_t seal = 1 << 3;   // IPv4 header checksum and ICRC
-inline constexpr std::uint8_t hold = 1 << 4;   // goes in one burst with the next record's frames
+inline constexpr std::uint8_t seal = 1 << 3; // IPv4 header checksum and ICRC
+inline constexpr std::uint8_t hold = 1 << 4; // goes in one burst with the next record's frames
 } // namespace flag
 
 } // namespace rocefab::fuzz::switch_under_test

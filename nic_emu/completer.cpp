@@ -9,29 +9,22 @@ namespace rocefab::nic {
 namespace {
 
 // IBA 9.7.5.2.8 Table 45: the RNR NAK timer field encodes these waits, in microseconds x100.
-constexpr std::uint32_t rnr_timer_us100[32] = {
-    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
-    256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+constexpr std::uint32_t rnr_timer_us100[32] = {65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,   32,
+                                               48,    64,   96,   128,  192,  256,   384,   512,   768,   1024, 1536,
+                                               2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
 
 sim_time rnr_wait(std::uint8_t timer) { return sim_time(rnr_timer_us100[timer & 31]) * 10'000; }
 
 ibv_wc_opcode completion_opcode(std::uint8_t wr_opcode) {
     switch (wr_opcode) {
     case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-        return IBV_WC_RDMA_WRITE;
-    case IBV_WR_RDMA_READ:
-        return IBV_WC_RDMA_READ;
-    case IBV_WR_ATOMIC_CMP_AND_SWP:
-        return IBV_WC_COMP_SWAP;
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        return IBV_WC_FETCH_ADD;
-    case IBV_WR_BIND_MW:
-        return IBV_WC_BIND_MW;
-    case IBV_WR_LOCAL_INV:
-        return IBV_WC_LOCAL_INV;
-    default:
-        return IBV_WC_SEND;
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
+    case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+    case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
+    case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
+    default: return IBV_WC_SEND;
     }
 }
 
@@ -156,8 +149,9 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     auto fail_current = [&](ibv_wc_status status) {
         requester_record& req = qp.requester;
         if (req.sq_retired != req.sq_started) req.started_work[req.sq_retired & mask].status = status;
-        enter_error(qp, wire::aeth_syndrome::is_nak(syndrome) ? wire::to_string(wire::aeth_syndrome::nak_code_of(syndrome))
-                                                              : "RNR retry count exceeded");
+        enter_error(qp, wire::aeth_syndrome::is_nak(syndrome)
+                            ? wire::to_string(wire::aeth_syndrome::nak_code_of(syndrome))
+                            : "RNR retry count exceeded");
     };
 
     if (wire::aeth_syndrome::is_rnr_nak(syndrome)) {
@@ -186,9 +180,7 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
         ++_counters.req_remote_access_errors;
         fail_current(IBV_WC_REM_ACCESS_ERR);
         return;
-    case wire::nak_code::remote_operational_error:
-        fail_current(IBV_WC_REM_OP_ERR);
-        return;
+    case wire::nak_code::remote_operational_error: fail_current(IBV_WC_REM_OP_ERR); return;
     case wire::nak_code::invalid_request:
     case wire::nak_code::invalid_rd_request:
     default:

@@ -11,8 +11,8 @@
 
 namespace rocefab::nic {
 
-bool nic_node::scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std::uint64_t offset,
-                                    std::uint8_t* data, std::size_t length) {
+bool nic_node::scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std::uint64_t offset, std::uint8_t* data,
+                                    std::size_t length) {
     ibv_wc_status unused;
     return stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data, length,
                          unused, write_origin::local(qp));
@@ -157,7 +157,8 @@ void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_ro
     if (atomic_wqe) {
         // The original value goes to the local buffer in host order; the frame, held until
         // the write, carries it.
-        auto* original = reinterpret_cast<std::uint8_t*>(const_cast<wire::atomic_ack_eth*>(packet.atomic_ack_eth_header));
+        auto* original =
+            reinterpret_cast<std::uint8_t*>(const_cast<wire::atomic_ack_eth*>(packet.atomic_ack_eth_header));
         const std::uint64_t value = packet.atomic_ack_eth_header->original.load();
         std::memcpy(original, &value, sizeof value);
         if (!scatter_to_send_sges(qp, work.wqe, 0, original, sizeof value)) {

@@ -32,24 +32,24 @@ namespace rocefab::nic {
 
 struct dcqcn_params {
     // Reaction point (rpg: rate-generator).
-    sim_time rpg_time_reset = 300'000;       // ns between timer increases (mlx5: 300 us)
-    std::uint32_t rpg_byte_reset = 32'767;   // bytes sent between byte-counter increases; 0: off
-    std::uint32_t rpg_threshold = 1;         // F: increase events before additive, then hyper increase
-    std::uint64_t rpg_max_rate_mbps = 0;     // 0: the line rate
+    sim_time rpg_time_reset = 300'000;     // ns between timer increases (mlx5: 300 us)
+    std::uint32_t rpg_byte_reset = 32'767; // bytes sent between byte-counter increases; 0: off
+    std::uint32_t rpg_threshold = 1;       // F: increase events before additive, then hyper increase
+    std::uint64_t rpg_max_rate_mbps = 0;   // 0: the line rate
     std::uint64_t rpg_ai_rate_mbps = 5;
     std::uint64_t rpg_hai_rate_mbps = 50;
-    std::uint32_t rpg_gd = 11;               // a decrease takes a x 1024 / 2^rpg_gd of the rate
-    std::uint32_t rpg_min_dec_fac = 50;      // a decrease keeps at least this % of the rate
+    std::uint32_t rpg_gd = 11;          // a decrease takes a x 1024 / 2^rpg_gd of the rate
+    std::uint32_t rpg_min_dec_fac = 50; // a decrease keeps at least this % of the rate
     std::uint64_t rpg_min_rate_mbps = 1;
     std::uint64_t rate_to_set_on_first_cnp_mbps = 0; // 0: the line rate
-    std::uint32_t dce_tcp_g = 1019;          // G x 1024: the weight alpha keeps each period
-    sim_time dce_tcp_rtt = 1'000;            // ns: the alpha update period
-    sim_time rate_reduce_monitor_period = 4'000; // ns: at most one decrease per period
-    std::uint32_t initial_alpha_value = 1023; // alpha x 1024 at the first CNP
+    std::uint32_t dce_tcp_g = 1019;                  // G x 1024: the weight alpha keeps each period
+    sim_time dce_tcp_rtt = 1'000;                    // ns: the alpha update period
+    sim_time rate_reduce_monitor_period = 4'000;     // ns: at most one decrease per period
+    std::uint32_t initial_alpha_value = 1023;        // alpha x 1024 at the first CNP
     bool clamp_tgt_rate = false;
     bool clamp_tgt_rate_after_time_inc = true;
     // Notification point.
-    sim_time min_time_between_cnps = 4'000;  // ns: at most one CNP per QP per this time
+    sim_time min_time_between_cnps = 4'000; // ns: at most one CNP per QP per this time
     std::uint8_t cnp_dscp = 48;
     std::uint8_t cnp_802p_prio = 6;
 };
@@ -86,8 +86,8 @@ private:
     void restart_stages(sim_time now);
 
     dcqcn_params _p;
-    double _line;      // bit/s: the line rate, or rpg_max_rate if lower
-    double _min_rate;  // bit/s
+    double _line;         // bit/s: the line rate, or rpg_max_rate if lower
+    double _min_rate;     // bit/s
     bool _active = false; // cut by a CNP and not yet back at the line rate
     double _current, _target;
     double _alpha = 0;
@@ -97,7 +97,7 @@ private:
     sim_time _last_decrease = 0;
     bool _decrease_pending = false;
     bool _raised_since_decrease = false;
-    sim_time _timer_start = 0;  // the increase timer runs from here
+    sim_time _timer_start = 0; // the increase timer runs from here
     unsigned _timer_events = 0, _byte_events = 0;
     std::uint64_t _bytes_since_event = 0;
     sim_time _last_start = 0;           // when the pacer let the last frame go

@@ -65,8 +65,8 @@ public:
 
     // Room for `segments` more writes to `memory`, or the batch must be flushed first.
     bool fits(const address_space* memory, std::size_t segments) const {
-        return (!_memory || _memory == memory) && _segments + segments <= max_segments &&
-               _frames < max_frames && _completions < max_completions;
+        return (!_memory || _memory == memory) && _segments + segments <= max_segments && _frames < max_frames &&
+               _completions < max_completions;
     }
     // Room for this many more writes to `memory`, held frames and completions.
     bool has_room(const address_space* memory, std::size_t segments, std::size_t frames,
@@ -78,7 +78,8 @@ public:
     // Room for one more acknowledgement (else the batch must be flushed first).
     bool has_ack_room() const { return _acks < max_acks; }
 
-    void add_write(address_space* memory, void* from, std::uint64_t to, std::size_t length, const write_origin& origin) {
+    void add_write(address_space* memory, void* from, std::uint64_t to, std::size_t length,
+                   const write_origin& origin) {
         _memory = memory;
         if (_writers_count == 0 || _writers[_writers_count - 1] != origin.qp) _writers[_writers_count++] = origin.qp;
         _local[_segments] = {from, length};

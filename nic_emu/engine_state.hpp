@@ -99,7 +99,7 @@ inline const char* state_name(completer_state state) {
 
 struct completer_record {
     completer_state state = completer_state::ready;
-    std::uint32_t last_acked_psn = 0; // the PSN the responder last acknowledged
+    std::uint32_t last_acked_psn = 0;     // the PSN the responder last acknowledged
     sim_time retransmit_deadline = never; // the transport timer (IBA 9.7.6.1.3)
     unsigned retries_left = 0;
     unsigned rnr_retries_left = 0;

@@ -60,7 +60,7 @@ struct send_wqe {
     std::uint32_t inline_length;
     std::uint64_t compare_add;
     std::uint64_t swap;
-    std::uint32_t ud_ah;        // UD: address handle id
+    std::uint32_t ud_ah; // UD: address handle id
     std::uint32_t ud_remote_qpn;
     std::uint32_t ud_remote_qkey;
     std::uint32_t reserved1;
@@ -82,8 +82,8 @@ static_assert(sizeof(recv_wqe) == 16 + 256);
 // One completion. Field meanings follow struct ibv_wc.
 struct cqe {
     std::uint64_t wr_id;
-    std::uint32_t status;   // enum ibv_wc_status
-    std::uint32_t opcode;   // enum ibv_wc_opcode
+    std::uint32_t status; // enum ibv_wc_status
+    std::uint32_t opcode; // enum ibv_wc_opcode
     std::uint32_t vendor_err;
     std::uint32_t byte_len;
     std::uint32_t immediate; // network order

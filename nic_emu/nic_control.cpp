@@ -162,13 +162,19 @@ ibv_port_attr nic_node::port_attributes() const {
     // HDR 50, NDR 100).
     const std::uint64_t gbps = _spec.speed_bps / 1'000'000'000;
     p.active_width = 2; // 4x
-    if (gbps >= 400) p.active_speed = 128;        // NDR x4
-    else if (gbps >= 200) p.active_speed = 64;    // HDR x4
-    else if (gbps >= 100) p.active_speed = 32;    // EDR x4
-    else if (gbps >= 40) p.active_speed = 4;      // QDR x4
-    else if (gbps >= 25) p.active_speed = 32, p.active_width = 1; // EDR x1
-    else p.active_speed = 16, p.active_width = 1; // FDR10-class x1 for 10G and below
-    p.phys_state = 5; // LinkUp
+    if (gbps >= 400)
+        p.active_speed = 128; // NDR x4
+    else if (gbps >= 200)
+        p.active_speed = 64; // HDR x4
+    else if (gbps >= 100)
+        p.active_speed = 32; // EDR x4
+    else if (gbps >= 40)
+        p.active_speed = 4; // QDR x4
+    else if (gbps >= 25)
+        p.active_speed = 32, p.active_width = 1; // EDR x1
+    else
+        p.active_speed = 16, p.active_width = 1; // FDR10-class x1 for 10G and below
+    p.phys_state = 5;                            // LinkUp
     p.link_layer = IBV_LINK_LAYER_ETHERNET;
     return p;
 }
@@ -465,8 +471,8 @@ int nic_node::qp_geometry(const ibv_qp_cap& requested, ibv_qp_cap& granted, std:
     return 0;
 }
 
-int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared_region region,
-                        std::uint32_t& handle, std::uint32_t& qpn, ibv_qp_cap& cap) {
+int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared_region region, std::uint32_t& handle,
+                        std::uint32_t& qpn, ibv_qp_cap& cap) {
     if (!_contexts.count(context)) return EINVAL;
     auto pd = _pds.find(request.pd);
     auto scq = _cqs.find(request.send_cq);
@@ -559,8 +565,7 @@ int nic_node::query_qp(std::uint32_t context, std::uint32_t handle, ibv_qp_attr&
     return 0;
 }
 
-int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_qp_attr& attr, int mask,
-                        sim_time now) {
+int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_qp_attr& attr, int mask, sim_time now) {
     auto it = _qps.find(handle);
     if (it == _qps.end() || it->second->context != context) return EINVAL;
     queue_pair& qp = *it->second;
@@ -577,8 +582,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
     if ((mask & IBV_QP_CUR_STATE) && raw(attr.cur_qp_state) > IBV_QPS_ERR) return EINVAL;
     if ((mask & IBV_QP_PATH_MTU) && (raw(attr.path_mtu) < IBV_MTU_256 || raw(attr.path_mtu) > IBV_MTU_4096))
         return EINVAL;
-    const ibv_qp_state cur =
-        (mask & IBV_QP_CUR_STATE) ? attr.cur_qp_state : qp.state;
+    const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? attr.cur_qp_state : qp.state;
     if ((mask & IBV_QP_CUR_STATE) && attr.cur_qp_state != qp.state) return EINVAL;
     const ibv_qp_state next = (mask & IBV_QP_STATE) ? attr.qp_state : cur;
     if (check_transition(qp.type, cur, next, mask)) return EINVAL;

@@ -71,8 +71,8 @@ void nic_node::finish_frame(rte_mbuf* frame, sim_time now) {
 // CM (on the control plane) reads what is kept; a full queue drops, counted, as a GSI with no
 // receive WQE posted would.
 void nic_node::receive_gsi(const wire::parsed_roce& packet) {
-    if (packet.info->transport != wire::ib_transport::ud || !packet.deth_header ||
-        packet.payload_length != mad_size || packet.deth_header->qkey.load() != gsi_qkey) {
+    if (packet.info->transport != wire::ib_transport::ud || !packet.deth_header || packet.payload_length != mad_size ||
+        packet.deth_header->qkey.load() != gsi_qkey) {
         ++_counters.gsi_rx_dropped;
         return;
     }
@@ -213,7 +213,8 @@ void nic_node::on_pfc(std::span<const std::uint8_t> frame, sim_time now) {
     std::uint8_t enable = 0;
     std::array<std::uint16_t, 8> quanta{};
     if (!wire::parse_pfc_frame(frame, enable, quanta)) return; // an 802.3x PAUSE or malformed
-    _pauses.on_frame(enable, quanta, _spec.speed_bps, now, _counters.rx_prio_pause, _counters.rx_prio_pause_duration_us);
+    _pauses.on_frame(enable, quanta, _spec.speed_bps, now, _counters.rx_prio_pause,
+                     _counters.rx_prio_pause_duration_us);
 }
 
 // ---- DCQCN (dcqcn.hpp) ---------------------------------------------------------------------------
@@ -319,9 +320,8 @@ bool nic_node::poll(sim_time now) {
             set_state(qp, requester_state::drained); // nothing started is outstanding
             raise_async_event(qp.context, IBV_EVENT_SQ_DRAINED, qp.handle);
             did_work = true;
-        }
-        else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(priority_of(qp)) <= now &&
-                 loopback_has_room()) {
+        } else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(priority_of(qp)) <= now &&
+                   loopback_has_room()) {
             did_work |= run_read_atomic_responder(qp, now);
             did_work |= run_requester(qp, now);
         }
@@ -377,8 +377,8 @@ bool nic_node::post_completion(completion_queue& cq, const hw::cqe& entry, bool 
     // Pairs with req_notify_cq's store: see hw_abi.hpp.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const std::uint32_t armed = cq.control->armed.load(std::memory_order_seq_cst);
-    const bool fire = armed == hw::cq_arm::next ||
-                      (armed == hw::cq_arm::solicited && (solicited || entry.status != IBV_WC_SUCCESS));
+    const bool fire =
+        armed == hw::cq_arm::next || (armed == hw::cq_arm::solicited && (solicited || entry.status != IBV_WC_SUCCESS));
     if (fire && cq.channel_fd >= 0) {
         std::uint32_t expected = armed;
         if (cq.control->armed.compare_exchange_strong(expected, hw::cq_arm::none)) {

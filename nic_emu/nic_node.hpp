@@ -30,8 +30,8 @@
 namespace rocefab::nic {
 
 struct nic_spec {
-    std::string host;        // the emulated host the NIC sits in
-    std::string name;        // the device name programs see, e.g. rfab0
+    std::string host; // the emulated host the NIC sits in
+    std::string name; // the device name programs see, e.g. rfab0
     wire::mac_address mac;
     wire::ipv6_address address; // v4-mapped for an IPv4 interface address
     std::uint64_t speed_bps = 100'000'000'000;
@@ -130,10 +130,10 @@ public:
         ibv_qp_state state;
         std::uint32_t sq_psn, rq_psn, last_acked_psn;
         std::uint32_t sq_posted, sq_started, sq_current, sq_retired; // send ring indices
-        sim_time port_busy_for; // how far ahead of now the port's transmit queue reaches
-        std::uint32_t rq_posted, rq_consumed;            // receive ring indices (own ring)
+        sim_time port_busy_for;               // how far ahead of now the port's transmit queue reaches
+        std::uint32_t rq_posted, rq_consumed; // receive ring indices (own ring)
         bool timer_armed, waiting_rnr, responses_pending;
-        bool rate_limited;                    // DCQCN has cut its rate
+        bool rate_limited; // DCQCN has cut its rate
         double current_rate_bps, target_rate_bps, alpha;
         std::uint32_t send_cq_produced, send_cq_consumed, recv_cq_produced, recv_cq_consumed;
     };
@@ -151,9 +151,8 @@ public:
 
     int alloc_pd(std::uint32_t context, std::uint32_t& handle);
     int dealloc_pd(std::uint32_t context, std::uint32_t handle);
-    int reg_mr(std::uint32_t context, std::uint32_t pd, std::uint64_t address, std::uint64_t length,
-               std::uint64_t iova, std::uint32_t access, std::uint32_t& handle, std::uint32_t& lkey,
-               std::uint32_t& rkey);
+    int reg_mr(std::uint32_t context, std::uint32_t pd, std::uint64_t address, std::uint64_t length, std::uint64_t iova,
+               std::uint32_t access, std::uint32_t& handle, std::uint32_t& lkey, std::uint32_t& rkey);
     int dereg_mr(std::uint32_t context, std::uint32_t handle);
     // `channel_fd` is taken over (closed with the channel).
     int create_channel(std::uint32_t context, int channel_fd, std::uint32_t& handle);
@@ -247,8 +246,8 @@ private:
     // replaces the hop limit a program gives (ibv_rc_pingpong asks for 1) with the host route's
     // for a unicast RoCEv2 destination: 64, Linux's default. Multicast keeps the requested one.
     static std::uint8_t resolved_hop_limit(const wire::ipv6_address& dgid, std::uint8_t requested) {
-        const bool multicast = dgid.bytes[0] == 0xff || (dgid.bytes[10] == 0xff && dgid.bytes[11] == 0xff &&
-                                                         (dgid.bytes[12] & 0xf0) == 0xe0);
+        const bool multicast = dgid.bytes[0] == 0xff ||
+                               (dgid.bytes[10] == 0xff && dgid.bytes[11] == 0xff && (dgid.bytes[12] & 0xf0) == 0xe0);
         return multicast ? requested : 64;
     }
     // Retires the WQE at sq_retired (the oldest), keeping the requester off it.
@@ -276,13 +275,11 @@ private:
     bool take_receive_wqe(queue_pair& qp);
     // Stages `length` bytes of `data` for the local buffers `sges` describe, from byte `offset`
     // of them, after checking each piece's MR (local write access); status says why not.
-    bool stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset,
-                       const std::uint8_t* data, std::size_t length, ibv_wc_status& status,
-                       const write_origin& origin);
+    bool stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset, const std::uint8_t* data,
+                       std::size_t length, ibv_wc_status& status, const write_origin& origin);
     // A request's payload into a receive WQE; `psn` is the request's.
-    bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
-                               const std::uint8_t* data, std::size_t length, std::uint32_t psn,
-                               ibv_wc_status& status);
+    bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset, const std::uint8_t* data,
+                               std::size_t length, std::uint32_t psn, ibv_wc_status& status);
     // Posts `entry` once the writes staged before it are made (dma_batch.hpp); the message it
     // reports took the PSNs first_psn to last_psn.
     void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited,
@@ -291,7 +288,8 @@ private:
     // carries a whole MTU (IBA 9.7.5.1.3).
     static std::uint32_t first_psn_of(const queue_pair& qp, std::uint32_t last_psn, std::uint64_t bytes) {
         const std::uint64_t packets = bytes == 0 ? 1 : (bytes + qp.mtu_bytes - 1) / qp.mtu_bytes;
-        return wire::psn_add(last_psn, static_cast<std::uint32_t>((wire::psn_mask + 1 - (packets - 1)) & wire::psn_mask));
+        return wire::psn_add(last_psn,
+                             static_cast<std::uint32_t>((wire::psn_mask + 1 - (packets - 1)) & wire::psn_mask));
     }
     // uc_ud_transport.cpp: the unreliable transports (IBA 9.4 UC, 9.8 UD) and SRQ receive WQEs.
     ibv_wc_status start_ud_send(queue_pair& qp, send_work& work);
@@ -362,18 +360,18 @@ private:
     std::uint32_t _next_key = 0xff; // the first key's index is 0x100
     std::map<std::uint32_t, context_state> _contexts;
     std::map<std::uint32_t, protection_domain> _pds;
-    std::unordered_map<std::uint32_t, memory_region> _mrs_by_lkey; // lkey == rkey here
-    std::map<std::uint32_t, std::uint32_t> _mr_handles;         // handle -> key
+    std::unordered_map<std::uint32_t, memory_region> _mrs_by_lkey;    // lkey == rkey here
+    std::map<std::uint32_t, std::uint32_t> _mr_handles;               // handle -> key
     std::map<std::uint32_t, std::pair<std::uint32_t, int>> _channels; // handle -> (context, fd)
     std::map<std::uint32_t, std::unique_ptr<completion_queue>> _cqs;
-    std::map<std::uint32_t, std::unique_ptr<queue_pair>> _qps;  // by handle
+    std::map<std::uint32_t, std::unique_ptr<queue_pair>> _qps; // by handle
     std::unordered_map<std::uint32_t, queue_pair*> _qps_by_number;
-    std::unordered_map<std::uint32_t, address_handle> _ahs;     // by handle
+    std::unordered_map<std::uint32_t, address_handle> _ahs;               // by handle
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
     dma_batch _dma;
     std::array<write_origin, dma_batch::max_segments> _failed_writes; // flush_dma's, kept to spare it the setup
-    sim_time _latest = 0; // the latest time receive() or poll() was given: when flush_dma() answers
-    log::event_throttle _error_log; // QPs and CQs a program can fail at will
+    sim_time _latest = 0;               // the latest time receive() or poll() was given: when flush_dma() answers
+    log::event_throttle _error_log;     // QPs and CQs a program can fail at will
     rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
     bool _current_frame_kept = false;   // ... and now held in a reorder buffer
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
@@ -471,8 +469,7 @@ private:
     void on_cnp(queue_pair& qp, sim_time now);
     // Runs `handle` with `frame` as the frame in hand (_current_frame), then frees the frame
     // unless a reorder buffer kept it or the DMA batch still needs its payload. True when kept.
-    template <typename Handle>
-    bool handle_frame(rte_mbuf* frame, Handle&& handle) {
+    template <typename Handle> bool handle_frame(rte_mbuf* frame, Handle&& handle) {
         _current_frame = frame;
         handle();
         _current_frame = nullptr;

@@ -18,14 +18,15 @@ namespace {
 
 // Whether `fd` is procfs's file `/proc/PID/name`, open with `access` (O_RDONLY or O_RDWR).
 bool is_proc_file(int fd, pid_t pid, std::string_view name, int access, std::string& why) {
-    struct statfs fs{};
+    struct statfs fs {};
     if (::fstatfs(fd, &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC) {
         why = "the descriptor for " + std::string(name) + " is not on procfs";
         return false;
     }
     const int flags = ::fcntl(fd, F_GETFL);
     if (flags < 0 || (flags & O_ACCMODE) != access) {
-        why = "/proc/self/" + std::string(name) + " is not open " + (access == O_RDWR ? "for reading and writing" : "for reading");
+        why = "/proc/self/" + std::string(name) + " is not open " +
+              (access == O_RDWR ? "for reading and writing" : "for reading");
         return false;
     }
     std::array<char, 64> link{};

@@ -28,20 +28,22 @@ ib_opcode packet_opcode(std::uint8_t wr_opcode, bool first, bool last) {
     const bool only = first && last;
     switch (wr_opcode) {
     case IBV_WR_SEND:
-        return only ? ib_opcode::rc_send_only : first ? ib_opcode::rc_send_first
-                                            : last  ? ib_opcode::rc_send_last
-                                                    : ib_opcode::rc_send_middle;
+        return only    ? ib_opcode::rc_send_only
+               : first ? ib_opcode::rc_send_first
+               : last  ? ib_opcode::rc_send_last
+                       : ib_opcode::rc_send_middle;
     case IBV_WR_SEND_WITH_IMM:
-        return only ? ib_opcode::rc_send_only_with_immediate
+        return only    ? ib_opcode::rc_send_only_with_immediate
                : first ? ib_opcode::rc_send_first
                : last  ? ib_opcode::rc_send_last_with_immediate
                        : ib_opcode::rc_send_middle;
     case IBV_WR_RDMA_WRITE:
-        return only ? ib_opcode::rc_rdma_write_only : first ? ib_opcode::rc_rdma_write_first
-                                                  : last  ? ib_opcode::rc_rdma_write_last
-                                                          : ib_opcode::rc_rdma_write_middle;
+        return only    ? ib_opcode::rc_rdma_write_only
+               : first ? ib_opcode::rc_rdma_write_first
+               : last  ? ib_opcode::rc_rdma_write_last
+                       : ib_opcode::rc_rdma_write_middle;
     default: // IBV_WR_RDMA_WRITE_WITH_IMM
-        return only ? ib_opcode::rc_rdma_write_only_with_immediate
+        return only    ? ib_opcode::rc_rdma_write_only_with_immediate
                : first ? ib_opcode::rc_rdma_write_first
                : last  ? ib_opcode::rc_rdma_write_last_with_immediate
                        : ib_opcode::rc_rdma_write_middle;
@@ -53,8 +55,9 @@ ib_opcode packet_opcode(std::uint8_t wr_opcode, bool first, bool last) {
 std::uint8_t transport_opcode(ibv_qp_type type, ib_opcode rc_opcode) {
     if (type == IBV_QPT_UC) return static_cast<std::uint8_t>(wire::to_byte(rc_opcode) + 0x20);
     if (type == IBV_QPT_UD)
-        return wire::to_byte(rc_opcode == ib_opcode::rc_send_only_with_immediate ? ib_opcode::ud_send_only_with_immediate
-                                                                                 : ib_opcode::ud_send_only);
+        return wire::to_byte(rc_opcode == ib_opcode::rc_send_only_with_immediate
+                                 ? ib_opcode::ud_send_only_with_immediate
+                                 : ib_opcode::ud_send_only);
     return wire::to_byte(rc_opcode);
 }
 
@@ -107,8 +110,8 @@ sim_time nic_node::requester_deadline(const queue_pair& qp) const {
     const hw::send_wqe& next = req.sq_current != req.sq_started ? req.started_work[req.sq_current & mask].wqe
                                                                 : qp.send_slots[req.sq_started & mask];
     if (requester_must_wait(qp, next) || window_full(qp)) return never;
-    return std::max({req.rnr_wait_until, busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp)),
-                     pacer_wakeup(qp)});
+    return std::max(
+        {req.rnr_wait_until, busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp)), pacer_wakeup(qp)});
 }
 
 bool nic_node::start_next_wqe(queue_pair& qp) {
@@ -145,8 +148,7 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
     case IBV_WR_RDMA_WRITE_WITH_IMM:
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        break;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD: break;
     default:
         // Memory windows, local invalidate and the rest: the NIC does not claim them in its
         // capabilities and rejects the WQE as hardware rejects an opcode the QP cannot carry.
@@ -181,7 +183,8 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
         if (work.length < 8) return fail(IBV_WC_LOC_LEN_ERR);
         work.length = 8;
     }
-    work.packets = std::max<std::uint32_t>(1, static_cast<std::uint32_t>((work.length + qp.mtu_bytes - 1) / qp.mtu_bytes));
+    work.packets =
+        std::max<std::uint32_t>(1, static_cast<std::uint32_t>((work.length + qp.mtu_bytes - 1) / qp.mtu_bytes));
     qp.requester.next_psn = wire::psn_add(work.first_psn, 0);
     qp.requester.sq_offset = 0;
     return true;
@@ -191,8 +194,7 @@ bool nic_node::requester_must_wait(const queue_pair& qp, const hw::send_wqe& nex
     const bool fenced = next.flags & hw::wqe_flag::fence;
     if (!fenced && !is_read_or_atomic(next.opcode)) return false;
     // ConnectX takes max_rd_atomic 0 as 1 (mlx5 encodes log2 of it); so does this NIC.
-    const std::uint32_t limit =
-        std::clamp<std::uint32_t>(qp.attr.max_rd_atomic, 1, max_responder_resources);
+    const std::uint32_t limit = std::clamp<std::uint32_t>(qp.attr.max_rd_atomic, 1, max_responder_resources);
     std::uint32_t outstanding = 0;
     for (std::uint32_t i = qp.requester.sq_retired; i != qp.requester.sq_current; ++i) {
         if (!is_read_or_atomic(qp.requester.started_work[i & (qp.send_size - 1)].wqe.opcode)) continue;
@@ -330,8 +332,8 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
 
 void nic_node::transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now) {
     if (batch.count == 0) return;
-    if (batch.segments && !batch.memory->read({batch.local.data(), batch.segments},
-                                              {batch.remote.data(), batch.segments})) {
+    if (batch.segments &&
+        !batch.memory->read({batch.local.data(), batch.segments}, {batch.remote.data(), batch.segments})) {
         // The registered memory is gone (the process died or unmapped it): nothing of the burst
         // can be sent, and the WQE it started with completes in error (IBA 10.8.3.1).
         for (std::size_t i = 0; i < batch.count; ++i) rte_pktmbuf_free(batch.frames[i]);

@@ -66,8 +66,8 @@ struct memory_region {
     std::uint32_t pd = 0;
     std::uint64_t address = 0; // in the owner's address space
     std::uint64_t length = 0;
-    std::uint64_t iova = 0;    // what remote addresses (RETH VA) are relative to
-    std::uint32_t access = 0;  // enum ibv_access_flags
+    std::uint64_t iova = 0;   // what remote addresses (RETH VA) are relative to
+    std::uint32_t access = 0; // enum ibv_access_flags
     std::uint32_t lkey = 0;
     std::uint32_t rkey = 0;
     address_space* memory = nullptr;
@@ -82,7 +82,7 @@ struct completion_queue {
     std::uint32_t size = 0;
     int channel_fd = -1; // write end of the completion channel, or -1
     std::uint32_t channel = 0;
-    bool in_error = false; // overflowed: IBA 11.4.2.1, the CQ is unusable
+    bool in_error = false;      // overflowed: IBA 11.4.2.1, the CQ is unusable
     std::uint32_t produced = 0; // the NIC's own producer index; the shared copy is only published
 };
 
@@ -104,7 +104,7 @@ struct shared_receive_queue {
     shared_region region;
     hw::srq_control* control = nullptr;
     hw::recv_wqe* slots = nullptr;
-    std::uint32_t size = 0;     // ring slots, a power of two
+    std::uint32_t size = 0; // ring slots, a power of two
     std::uint32_t max_wr = 0;
     std::uint32_t max_sge = 0;
     std::uint32_t limit = 0;    // armed SRQ limit (IBA 10.2.9.4); 0 = not armed
@@ -147,7 +147,7 @@ struct queue_pair {
     // Attributes from ibv_modify_qp.
     ibv_qp_attr attr{};
     std::uint32_t mtu_bytes = 1024;
-    sim_time ack_timeout = 0;  // 4.096 us * 2^timeout; 0 = wait forever (IBA 9.7.6.1.3)
+    sim_time ack_timeout = 0;        // 4.096 us * 2^timeout; 0 = wait forever (IBA 9.7.6.1.3)
     wire::roce_headers_spec headers; // addresses of the connection, filled at RTR
     // DCQCN (dcqcn.hpp): the QP's sending rate as a reaction point, and its CNP pacing as a
     // notification point. Set when the QP is created.

@@ -245,8 +245,8 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
             if (payload) {
                 batch.memory = mr->memory;
                 batch.local[batch.segments] = {out, payload};
-                batch.remote[batch.segments] =
-                    {reinterpret_cast<void*>(mr->address + (res->va + res->sent - mr->iova)), payload};
+                batch.remote[batch.segments] = {reinterpret_cast<void*>(mr->address + (res->va + res->sent - mr->iova)),
+                                                payload};
                 ++batch.segments;
             }
             res->sent += payload;
@@ -257,8 +257,8 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
         link_free += serialization_time(rte_pktmbuf_data_len(frame) + wire_overhead_bytes, _spec.speed_bps);
     }
     if (batch.count == 0 && !failed && !qp.responder.deferred_ack) return false;
-    if (batch.segments && !batch.memory->read({batch.local.data(), batch.segments},
-                                              {batch.remote.data(), batch.segments})) {
+    if (batch.segments &&
+        !batch.memory->read({batch.local.data(), batch.segments}, {batch.remote.data(), batch.segments})) {
         // The registered memory vanished under the NIC: the READ cannot be answered.
         for (std::size_t i = 0; i < batch.count; ++i) rte_pktmbuf_free(batch.frames[i]);
         ++_counters.memory_access_faults;
@@ -281,9 +281,9 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
         // discarded all the same, so the NAK names where the responder stands now. Naming the
         // old PSN, already acknowledged by those responses, would be stale (IBA 9.7.5.1.1).
         std::uint32_t psn = deferred.psn;
-        const bool sequence_nak = wire::aeth_syndrome::is_nak(deferred.syndrome) &&
-                                  wire::aeth_syndrome::nak_code_of(deferred.syndrome) ==
-                                      wire::nak_code::psn_sequence_error;
+        const bool sequence_nak =
+            wire::aeth_syndrome::is_nak(deferred.syndrome) &&
+            wire::aeth_syndrome::nak_code_of(deferred.syndrome) == wire::nak_code::psn_sequence_error;
         if (sequence_nak && wire::psn_diff(qp.responder.expected_psn, psn) > 0) psn = qp.responder.expected_psn;
         send_ack(qp, psn, deferred.syndrome, now);
     }

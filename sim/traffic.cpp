@@ -93,8 +93,8 @@ traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::n
             nic::shared_region region = make_region(hw::qp_region_size(send_slots, recv_slots));
             if (mapped) {
                 mapped->qp_control = static_cast<hw::qp_control*>(region.base());
-                mapped->sq = reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region.base()) +
-                                                                  hw::qp_send_slots_offset);
+                mapped->sq =
+                    reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region.base()) + hw::qp_send_slots_offset);
             }
             const nic::nic_node::qp_request request{h.pd, scq, rcq, IBV_QPT_RC, false, cap};
             check(h.nic->create_qp(h.context, request, std::move(region), handle, qpn, granted), "create_qp");
@@ -108,7 +108,8 @@ traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::n
             attr.qp_state = IBV_QPS_INIT;
             attr.port_num = 1;
             attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-            check(self.nic->modify_qp(self.context, qp, attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0),
+            check(self.nic->modify_qp(self.context, qp, attr,
+                                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0),
                   "modify_qp INIT");
             attr = {};
             attr.qp_state = IBV_QPS_RTR;
@@ -161,8 +162,8 @@ void traffic_generator::post_writes(std::size_t i) {
     const host& to = *_hosts[f.spec->destination];
     auto& ring = c.qp_control->send;
     while (c.outstanding < outstanding_writes && f.bytes_posted < f.spec->bytes) {
-        const auto length =
-            static_cast<std::uint32_t>(std::min<std::uint64_t>(_scenario.message_bytes, f.spec->bytes - f.bytes_posted));
+        const auto length = static_cast<std::uint32_t>(
+            std::min<std::uint64_t>(_scenario.message_bytes, f.spec->bytes - f.bytes_posted));
         const std::uint32_t p = ring.producer.load(std::memory_order_relaxed);
         hw::send_wqe& w = c.sq[p & (ring.size - 1)];
         std::memset(&w, 0, sizeof w);

@@ -70,8 +70,8 @@ private:
     std::uint8_t _config = 0;
 };
 
-inline void append_record(std::vector<std::uint8_t>& out, std::uint8_t flags, std::uint8_t repeat,
-                          std::uint8_t advance, std::span<const std::uint8_t> frame) {
+inline void append_record(std::vector<std::uint8_t>& out, std::uint8_t flags, std::uint8_t repeat, std::uint8_t advance,
+                          std::span<const std::uint8_t> frame) {
     out.push_back(flags);
     out.push_back(repeat);
     out.push_back(advance);

@@ -28,8 +28,7 @@ struct roce_fixups {
 
 namespace detail {
 
-template <typename Header>
-Header* at(std::span<std::uint8_t> frame, std::size_t offset) {
+template <typename Header> Header* at(std::span<std::uint8_t> frame, std::size_t offset) {
     if (offset > frame.size() || frame.size() - offset < sizeof(Header)) return nullptr;
     return reinterpret_cast<Header*>(frame.data() + offset);
 }
@@ -83,8 +82,8 @@ inline void apply(std::span<std::uint8_t> frame, const roce_fixups& fix) {
     if (!fix.seal) return;
     if (v4) ip4->update_checksum();
     // The datagram ends where its IP header says, or at the frame's end if that comes first.
-    const std::size_t stated = v4 ? l3 + ip4->total_length.load()
-                                  : l3 + sizeof(wire::ipv6_header) + ip6->payload_length.load();
+    const std::size_t stated =
+        v4 ? l3 + ip4->total_length.load() : l3 + sizeof(wire::ipv6_header) + ip6->payload_length.load();
     const std::size_t end = std::min(stated, frame.size());
     wire::seal_roce_frame(frame.data(), end); // checks lengths itself: does nothing if no BTH fits
 }

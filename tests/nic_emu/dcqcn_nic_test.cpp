@@ -27,8 +27,9 @@ public:
             if (*bth == static_cast<std::uint8_t>(wire::ib_opcode::cnp)) {
                 ++cnps_seen;
                 if (tagged)
-                    cnp_priorities |= 1u << rte_pktmbuf_mtod_offset(frame, const wire::vlan_header*,
-                                                                    sizeof(wire::ethernet_header))->pcp();
+                    cnp_priorities |=
+                        1u << rte_pktmbuf_mtod_offset(frame, const wire::vlan_header*, sizeof(wire::ethernet_header))
+                                  ->pcp();
             }
         }
         if (port == 0 && marks_left) {

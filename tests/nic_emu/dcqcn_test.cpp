@@ -11,8 +11,8 @@ constexpr double G = 1019.0 / 1024.0;
 constexpr double alpha0 = 1023.0 / 1024.0;
 
 TEST(dcqcn_rate, a_scripted_cnp_sequence_follows_the_equations_step_by_step) {
-    dcqcn_params p;         // ConnectX defaults
-    p.rpg_byte_reset = 0;   // the timer alone, to follow one counter
+    dcqcn_params p;       // ConnectX defaults
+    p.rpg_byte_reset = 0; // the timer alone, to follow one counter
     dcqcn_rate r(p, 100'000'000'000);
     EXPECT_FALSE(r.limited());
     EXPECT_EQ(r.next_event(), never);

@@ -21,8 +21,7 @@ class qp_attributes : public two_nics {};
 
 // An enum field of `attr` set to `value` the way a message fills it: by its bytes, not by a
 // conversion to the enum (which would itself be undefined for a value out of the enum's range).
-template <typename Field>
-void set_raw(Field& field, std::uint32_t value) {
+template <typename Field> void set_raw(Field& field, std::uint32_t value) {
     static_assert(sizeof(Field) == sizeof value);
     std::memcpy(&field, &value, sizeof value);
 }
@@ -39,10 +38,9 @@ TEST_F(qp_attributes, out_of_range_states_and_path_mtu_are_refused_and_change_no
                   EINVAL);
         attr.qp_state = IBV_QPS_INIT;
         set_raw(attr.cur_qp_state, bad);
-        EXPECT_EQ(h1.nic->modify_qp(h1.context, h1.qp, attr,
-                                    IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                        IBV_QP_ACCESS_FLAGS,
-                                    now()),
+        EXPECT_EQ(h1.nic->modify_qp(
+                      h1.context, h1.qp, attr,
+                      IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, now()),
                   EINVAL);
     }
     ASSERT_EQ(h1.nic->find_qp_by_number(h1.qpn)->state, IBV_QPS_RESET);

@@ -74,8 +74,8 @@ TEST_F(rc_read_atomic, reads_of_every_size_land_byte_exact_and_complete_with_the
         EXPECT_EQ(done[0].opcode, IBV_WC_RDMA_READ);
         EXPECT_EQ(done[0].wr_id, wr);
         EXPECT_EQ(done[0].byte_len, size);
-        EXPECT_TRUE(std::equal(h2.memory.begin() + 4096, h2.memory.begin() + 4096 + size,
-                               h1.memory.begin() + (2 << 20)));
+        EXPECT_TRUE(
+            std::equal(h2.memory.begin() + 4096, h2.memory.begin() + 4096 + size, h1.memory.begin() + (2 << 20)));
         EXPECT_EQ(h1.memory[(2 << 20) + size], 0); // not a byte more
         ++wr;
     }
@@ -341,9 +341,7 @@ protected:
     }
 };
 
-TEST_F(rc_read_atomic_limit, max_rd_atomic_1_keeps_one_read_outstanding) {
-    EXPECT_EQ(most_reads_outstanding(1), 1u);
-}
+TEST_F(rc_read_atomic_limit, max_rd_atomic_1_keeps_one_read_outstanding) { EXPECT_EQ(most_reads_outstanding(1), 1u); }
 
 TEST_F(rc_read_atomic_limit, max_rd_atomic_3_keeps_three_reads_outstanding) {
     EXPECT_EQ(most_reads_outstanding(3), 3u);
@@ -383,9 +381,7 @@ TEST_F(rc_read_atomic, reads_writes_and_atomics_survive_loss_duplication_and_reo
         const std::uint32_t size = 1 + (i * 7919) % 20000;
         const std::uint64_t local = (1 << 20) + std::uint64_t(i) * 20480;
         switch (i % 3) {
-        case 0:
-            post_send(h1, i, IBV_WR_RDMA_READ, local, size, address(h2, std::uint64_t(i) * 1000), h2.rkey);
-            break;
+        case 0: post_send(h1, i, IBV_WR_RDMA_READ, local, size, address(h2, std::uint64_t(i) * 1000), h2.rkey); break;
         case 1:
             post_atomic(h1, i, IBV_WR_ATOMIC_FETCH_AND_ADD, local, address(h2, 2 << 20), h2.rkey, 1);
             ++adds;
@@ -616,7 +612,6 @@ TEST_F(rc_mixed_under_faults, every_operation_completes_once_under_loss_corrupti
     faults.reordering = 0.01;
     run_mix(faults, 20000);
 }
-
 
 // A READ's response can arrive after the transport timer rewound the requester to it but
 // before the retry went out (here h1's port is kept busy answering h2's large READ). The READ

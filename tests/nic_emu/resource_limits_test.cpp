@@ -36,7 +36,9 @@ protected:
         return shared_region(base, length);
     }
 
-    int create_cq(std::uint32_t& handle) { return _nic->create_cq(_context, 1, 0, region(hw::cq_region_size(1)), handle); }
+    int create_cq(std::uint32_t& handle) {
+        return _nic->create_cq(_context, 1, 0, region(hw::cq_region_size(1)), handle);
+    }
 
     int create_qp(std::uint32_t cq, std::uint32_t& handle, std::uint32_t& qpn) {
         ibv_qp_cap cap{};
@@ -64,9 +66,9 @@ TEST_F(resource_limits, keys_never_alias_a_live_mr_through_more_than_two_to_the_
     std::uint32_t collisions = 0;
     for (std::uint32_t i = 0; i < registrations; ++i) {
         std::uint32_t handle, lkey, rkey;
-        ASSERT_EQ(_nic->reg_mr(_context, _pd, address() + 64, 64, address() + 64, IBV_ACCESS_LOCAL_WRITE, handle, lkey,
-                               rkey),
-                  0);
+        ASSERT_EQ(
+            _nic->reg_mr(_context, _pd, address() + 64, 64, address() + 64, IBV_ACCESS_LOCAL_WRITE, handle, lkey, rkey),
+            0);
         collisions += lkey == live_lkey || rkey == live_rkey || handle == live_handle;
         ASSERT_EQ(_nic->dereg_mr(_context, handle), 0);
     }
@@ -110,7 +112,8 @@ TEST_F(resource_limits, protection_domains_and_mrs_stop_at_the_reported_maximum_
         keys.insert(lkey);
     }
     EXPECT_EQ(keys.size(), limits::max_mr);
-    EXPECT_EQ(_nic->reg_mr(_context, _pd, address(), 64, address(), IBV_ACCESS_LOCAL_WRITE, handle, lkey, rkey), ENOMEM);
+    EXPECT_EQ(_nic->reg_mr(_context, _pd, address(), 64, address(), IBV_ACCESS_LOCAL_WRITE, handle, lkey, rkey),
+              ENOMEM);
     EXPECT_EQ(_nic->dereg_mr(_context, handle), 0);
     EXPECT_EQ(_nic->reg_mr(_context, _pd, address(), 64, address(), IBV_ACCESS_LOCAL_WRITE, handle, lkey, rkey), 0);
 }

@@ -20,7 +20,6 @@
 
 namespace rocefab::nic::testing {
 
-
 using rocefab::testing::test_pool;
 
 inline std::uint32_t v4(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
@@ -128,8 +127,8 @@ protected:
         h.context = nic.open_context(std::make_unique<local_address_space>(), events[1]);
         ASSERT_EQ(nic.alloc_pd(h.context, h.pd), 0);
         ASSERT_EQ(nic.reg_mr(h.context, h.pd, reinterpret_cast<std::uint64_t>(h.memory.data()), h.memory.size(),
-                             reinterpret_cast<std::uint64_t>(h.memory.data()),
-                             static_cast<std::uint32_t>(_mr_access), h.mr_handle, h.lkey, h.rkey),
+                             reinterpret_cast<std::uint64_t>(h.memory.data()), static_cast<std::uint32_t>(_mr_access),
+                             h.mr_handle, h.lkey, h.rkey),
                   0);
         auto make_cq = [&](std::uint32_t& handle, hw::cq_control*& control, hw::cqe*& slots) {
             shared_region region;
@@ -156,7 +155,8 @@ protected:
         ::close(fd);
         h.qp_control = static_cast<hw::qp_control*>(region.base());
         h.sq = reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region.base()) + hw::qp_send_slots_offset);
-        h.rq = reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region.base()) + hw::qp_recv_slots_offset(send_slots));
+        h.rq =
+            reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region.base()) + hw::qp_recv_slots_offset(send_slots));
         nic_node::qp_request request{h.pd, h.send_cq, h.recv_cq, IBV_QPT_RC, false, cap};
         ASSERT_EQ(nic.create_qp(h.context, request, std::move(region), h.qp, h.qpn, granted), 0);
     }

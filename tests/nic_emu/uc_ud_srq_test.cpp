@@ -56,7 +56,9 @@ struct uc_ud_host {
     std::vector<std::uint8_t> memory = std::vector<std::uint8_t>(1 << 20);
     std::uint32_t mr_handle = 0, lkey = 0, rkey = 0;
     int async_read_fd = -1;
-    std::uint64_t address(std::uint64_t offset) const { return reinterpret_cast<std::uint64_t>(memory.data()) + offset; }
+    std::uint64_t address(std::uint64_t offset) const {
+        return reinterpret_cast<std::uint64_t>(memory.data()) + offset;
+    }
 };
 
 struct send_options {
@@ -140,7 +142,8 @@ protected:
         ring_qp q;
         q.control = static_cast<hw::qp_control*>(region.base());
         q.sq = reinterpret_cast<hw::send_wqe*>(static_cast<char*>(region.base()) + hw::qp_send_slots_offset);
-        q.rq = reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region.base()) + hw::qp_recv_slots_offset(send_slots));
+        q.rq =
+            reinterpret_cast<hw::recv_wqe*>(static_cast<char*>(region.base()) + hw::qp_recv_slots_offset(send_slots));
         nic_node::qp_request request{h.pd, h.send_cq, h.recv_cq, type, false, cap, srq};
         EXPECT_EQ(h.nic->create_qp(h.context, request, std::move(region), q.handle, q.qpn, granted), 0);
         return q;
