@@ -686,7 +686,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.responder.rd_atomic = {};
             qp.responder.rd_atomic_head = 0;
             qp.responder.deferred_ack.reset();
-            set_state(qp, completer_state::ready);
+            _completer.set_state(qp, completer_state::ready);
         }
         // IBA 10.3.1 (SQ Drain): with en_sqd_async_notify the QP reports IBV_EVENT_SQ_DRAINED
         // once every WQE started before the transition has completed.

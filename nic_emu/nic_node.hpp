@@ -11,11 +11,13 @@
 #include "dataplane/node.hpp"
 #include "dataplane/pfc_pause.hpp"
 #include "dataplane/wire/roce_frame.hpp"
+#include "nic_emu/completer.hpp"
 #include "nic_emu/counters.hpp"
 #include "nic_emu/dcqcn.hpp"
 #include "nic_emu/dma_batch.hpp"
 #include "nic_emu/gsi_queue.hpp"
 #include "nic_emu/resources.hpp"
+#include "nic_emu/transport_context.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -91,7 +93,7 @@ inline constexpr std::uint32_t max_comp_channels = 65536; // not a device attrib
 // poll loop that runs slower than one frame time still keeps the link busy.
 inline constexpr sim_time transmit_fifo_time = microseconds(2);
 
-class nic_node final : public node {
+class nic_node final : public node, private transport_port {
 public:
     static constexpr std::uint32_t gid_count = 2;
 
@@ -115,7 +117,7 @@ public:
     std::uint64_t node_guid() const { return _node_guid; } // host order
     ibv_device_attr device_attributes() const;
     ibv_port_attr port_attributes() const;
-    const nic_counters& counters() const { return _counters; }
+    const nic_counters& counters() const { return _transport.counters; }
     struct resource_counts {
         std::size_t contexts, pds, mrs, channels, cqs, qps;
     };
@@ -222,7 +224,7 @@ private:
     // IBA 10.8.3.3 / 9.7.4.1.4: the WQE may not go out yet, because max_rd_atomic READ/atomic
     // requests are outstanding or it is fenced behind unfinished ones.
     // responder.cpp: requests ahead of a PSN gap (reorder_buffer.hpp). A held frame stays out
-    // of receive()'s hands through _current_frame_kept.
+    // of receive()'s hands through _transport.current_frame_kept.
     bool hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
                     sim_time now);
     void report_gap(queue_pair& qp, sim_time now); // the sequence NAK, once per gap
@@ -231,14 +233,6 @@ private:
     void release_early(queue_pair& qp);
     bool requester_must_wait(const queue_pair& qp, const hw::send_wqe& next) const;
     bool prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch);
-    // completer_read_atomic.cpp: responses past a READ/atomic whose responses are missing.
-    bool implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::uint32_t& resume) const;
-    bool wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_psn, const wire::parsed_roce* response,
-                                    sim_time now);
-    void resume_after_missing_responses(queue_pair& qp, sim_time now);
-    void give_up_waiting_for_responses(queue_pair& qp, sim_time now);
-    // completer.cpp
-    void handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     // A send WQE failed: RC goes to ERR, UC and UD to SQE (IBA 10.3.1).
     void fail_send_queue(queue_pair& qp);
     bool flush_send_queue(queue_pair& qp);
@@ -250,21 +244,6 @@ private:
                                (dgid.bytes[10] == 0xff && dgid.bytes[11] == 0xff && (dgid.bytes[12] & 0xf0) == 0xe0);
         return multicast ? requested : 64;
     }
-    // Retires the WQE at sq_retired (the oldest), keeping the requester off it.
-    void retire_oldest(queue_pair& qp);
-    void retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
-    // The transport timer (IBA 9.7.6.1.3) and the wait for READ/atomic responses past a gap.
-    bool run_completer_timers(queue_pair& qp, sim_time now);
-    bool check_timers(queue_pair& qp, sim_time now);
-    void complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status);
-    // completer_read_atomic.cpp: READ responses and atomic ACKs (IBA 9.7.5.2, rxe_comp.c).
-    void handle_read_atomic_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
-    // Stops at an unfinished READ/atomic WQE: an acknowledgement at or past its next expected
-    // response PSN means responses were lost (implied NAK, IBA 9.7.5.2.3). Returns true when
-    // the requester was rewound for that reason.
-    bool implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
-    bool scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std::uint64_t offset, std::uint8_t* data,
-                              std::size_t length);
     // responder.cpp
     void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     // An ACK or NAK of a QP whose writes are still staged waits for them (dma_batch.hpp).
@@ -273,17 +252,9 @@ private:
     // when the QP's access flags or the rkey do not allow it.
     bool begin_remote_write(queue_pair& qp, const wire::reth& reth);
     bool take_receive_wqe(queue_pair& qp);
-    // Stages `length` bytes of `data` for the local buffers `sges` describe, from byte `offset`
-    // of them, after checking each piece's MR (local write access); status says why not.
-    bool stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset, const std::uint8_t* data,
-                       std::size_t length, ibv_wc_status& status, const write_origin& origin);
     // A request's payload into a receive WQE; `psn` is the request's.
     bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset, const std::uint8_t* data,
                                std::size_t length, std::uint32_t psn, ibv_wc_status& status);
-    // Posts `entry` once the writes staged before it are made (dma_batch.hpp); the message it
-    // reports took the PSNs first_psn to last_psn.
-    void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited,
-                          std::uint32_t first_psn, std::uint32_t last_psn);
     // The first PSN of a message of `bytes` that ended at `last_psn`: every packet but the last
     // carries a whole MTU (IBA 9.7.5.1.3).
     static std::uint32_t first_psn_of(const queue_pair& qp, std::uint32_t last_psn, std::uint64_t bytes) {
@@ -299,7 +270,7 @@ private:
     bool take_srq_wqe(queue_pair& qp);
     // Makes the staged writes, then posts the completions and sends the acknowledgements that
     // waited for them; a QP whose write failed gets error completions and its NAK instead.
-    bool flush_dma();
+    bool flush_dma() override;
     // responder_read_atomic.cpp: RDMA READ and atomic requests (IBA 9.7.5.1.4-6, rxe_resp.c).
     void handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     void handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
@@ -307,24 +278,20 @@ private:
     bool run_read_atomic_responder(queue_pair& qp, sim_time now);
     bool read_atomic_responses_pending(const queue_pair& qp) const;
     // completions and async events (nic_node.cpp)
-    bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited);
+    bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited) override;
     void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
-    // `why` is logged (a QP the program moves to ERR itself at debug level, others as warnings).
-    void enter_error(queue_pair& qp, const char* why);
+    void enter_error(queue_pair& qp, const char* why) override;
     // The one place a QP's state (IBA 10.3.1) changes; a change is traced at debug level.
     void set_qp_state(queue_pair& qp, ibv_qp_state next);
-    // The engines' states change here, each change traced at debug level; with the level off it
-    // costs a comparison, so the data path may call them per packet.
-    void set_state(queue_pair& qp, requester_state next) { transition(qp, "requester", qp.requester.state, next); }
-    void set_state(queue_pair& qp, completer_state next) { transition(qp, "completer", qp.completer.state, next); }
-    void set_state(queue_pair& qp, responder_state next) { transition(qp, "responder", qp.responder.state, next); }
-    void set_state(queue_pair& qp, receive_state next) { transition(qp, "receive WQE", qp.responder.receive, next); }
-    template <typename State>
-    void transition(const queue_pair& qp, const char* engine, State& state, State next) const {
-        if (state == next) return;
-        if (log::nic().should_log(spdlog::level::debug)) [[unlikely]]
-            log::nic().debug("{}: QP {:#x} {}: {} -> {}", name(), qp.qpn, engine, state_name(state), state_name(next));
-        state = next;
+    // The states of the engines that are not classes of their own yet, traced as completer::set_state.
+    void set_state(queue_pair& qp, requester_state next) {
+        _transport.transition(qp, "requester", qp.requester.state, next);
+    }
+    void set_state(queue_pair& qp, responder_state next) {
+        _transport.transition(qp, "responder", qp.responder.state, next);
+    }
+    void set_state(queue_pair& qp, receive_state next) {
+        _transport.transition(qp, "receive WQE", qp.responder.receive, next);
     }
     // In SQD with en_sqd_async_notify, every WQE started before the drain has completed: time for
     // IBV_EVENT_SQ_DRAINED (IBA 10.3.1).
@@ -334,11 +301,12 @@ private:
     }
     bool flush(queue_pair& qp);
 
-    // Memory checks (IBA 10.6.3.3 and 9.7.5.1.4): the MR, if the key, PD, bounds and access fit.
+    // transport_port
     const memory_region* local_mr(std::uint32_t lkey, std::uint32_t pd, std::uint64_t address, std::uint64_t length,
-                                  std::uint32_t needed_access) const;
+                                  std::uint32_t needed_access) const override;
     const memory_region* remote_mr(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va, std::uint64_t length,
-                                   std::uint32_t needed_access) const;
+                                   std::uint32_t needed_access) const override;
+    void rewind_requester(queue_pair& qp, std::uint32_t psn) override { rewind_to(qp, psn); }
 
     rte_mbuf* start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length, std::uint8_t*& payload);
     void finish_frame(rte_mbuf* frame, sim_time now);
@@ -347,7 +315,9 @@ private:
     neighbour_resolver _resolve;
     std::array<wire::ipv6_address, gid_count> _gids;
     std::uint64_t _node_guid;
-    nic_counters _counters;
+    // What the engines share (transport_context.hpp), and the engines that are classes of their own.
+    transport_context _transport{*this, name()};
+    completer _completer{_transport};
     std::unique_ptr<gsi_queue> _gsi = std::make_unique<gsi_queue>();
     void receive_gsi(const wire::parsed_roce& packet);
     std::uint32_t _gsi_psn = 0;
@@ -368,12 +338,9 @@ private:
     std::unordered_map<std::uint32_t, queue_pair*> _qps_by_number;
     std::unordered_map<std::uint32_t, address_handle> _ahs;               // by handle
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
-    dma_batch _dma;
-    std::array<write_origin, dma_batch::max_segments> _failed_writes; // flush_dma's, kept to spare it the setup
-    sim_time _latest = 0;               // the latest time receive() or poll() was given: when flush_dma() answers
-    log::event_throttle _error_log;     // QPs and CQs a program can fail at will
-    rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
-    bool _current_frame_kept = false;   // ... and now held in a reorder buffer
+    std::array<write_origin, dma_batch::max_segments> _failed_writes;     // flush_dma's, kept to spare it the setup
+    sim_time _latest = 0;           // the latest time receive() or poll() was given: when flush_dma() answers
+    log::event_throttle _error_log; // QPs and CQs a program can fail at will
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
     pause_timers _pauses;
     // The receive buffer of a slow receiver (nic_spec::host_rx_bps) and the PFC it sends:
@@ -461,32 +428,11 @@ private:
     // deadline is the earliest.
     sim_time qp_deadline(const queue_pair& qp) const;
     sim_time requester_deadline(const queue_pair& qp) const;
-    sim_time completer_deadline(const queue_pair& qp) const;
     sim_time responder_deadline(const queue_pair& qp) const;
     // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
     // (reaction point).
     void on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     void on_cnp(queue_pair& qp, sim_time now);
-    // Runs `handle` with `frame` as the frame in hand (_current_frame), then frees the frame
-    // unless a reorder buffer kept it or the DMA batch still needs its payload. True when kept.
-    template <typename Handle> bool handle_frame(rte_mbuf* frame, Handle&& handle) {
-        _current_frame = frame;
-        handle();
-        _current_frame = nullptr;
-        if (_current_frame_kept) {
-            _current_frame_kept = false;
-            return true;
-        }
-        if (!_dma.holds(frame)) rte_pktmbuf_free(frame); // else freed once its payload is written
-        return false;
-    }
-    // Packets held ahead of gaps by all QPs (reorder_buffer.hpp): bounded so that reordering
-    // cannot drain the packet pool.
-    held_packet_store _held;
-    // How long a gap may stay open before the sequence NAK asks for what is missing: longer
-    // than the skew of a sprayed fabric (and the 10 us of the lossy example's reorder_delay),
-    // far shorter than any transport timeout.
-    static constexpr sim_time reorder_grace = microseconds(20);
     std::vector<queue_pair*> _active_qps; // iteration order for the requester (round robin)
     std::size_t _round_robin = 0;
 };

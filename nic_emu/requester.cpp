@@ -168,7 +168,7 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
             const hw::sge& s = wqe.sg_list[i];
             if (s.length == 0) continue;
             if (!local_mr(s.lkey, qp.pd, s.address, s.length, local_access)) {
-                ++_counters.local_protection_errors;
+                ++_transport.counters.local_protection_errors;
                 return fail(IBV_WC_LOC_PROT_ERR);
             }
         }
@@ -238,7 +238,7 @@ bool nic_node::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_
     batch.wqe_index[batch.count] = qp.requester.sq_current;
     ++batch.count;
 
-    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_counters.retransmitted_packets;
+    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_transport.counters.retransmitted_packets;
     qp.requester.next_psn = wire::psn_add(psn, packets);
     if (wire::psn_diff(qp.requester.next_psn, qp.requester.psn_frontier) > 0)
         qp.requester.psn_frontier = qp.requester.next_psn;
@@ -292,7 +292,7 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
             const memory_region* mr = local_mr(s.lkey, qp.pd, s.address + skip, take, 0);
             if (!mr || (batch.memory && batch.memory != mr->memory)) {
                 rte_pktmbuf_free(frame);
-                ++_counters.local_protection_errors;
+                ++_transport.counters.local_protection_errors;
                 work.status = IBV_WC_LOC_PROT_ERR;
                 qp.requester.sq_current = qp.requester.sq_started;
                 fail_send_queue(qp);
@@ -311,11 +311,11 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
     batch.wqe_index[batch.count] = qp.requester.sq_current;
     ++batch.count;
 
-    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_counters.retransmitted_packets;
+    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_transport.counters.retransmitted_packets;
     if (wqe.opcode == IBV_WR_SEND || wqe.opcode == IBV_WR_SEND_WITH_IMM)
-        ++_counters.rdma_sends;
+        ++_transport.counters.rdma_sends;
     else
-        ++_counters.rdma_writes;
+        ++_transport.counters.rdma_writes;
 
     qp.requester.next_psn = wire::psn_add(psn, 1);
     if (wire::psn_diff(qp.requester.next_psn, qp.requester.psn_frontier) > 0)
@@ -337,7 +337,7 @@ void nic_node::transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now)
         // The registered memory is gone (the process died or unmapped it): nothing of the burst
         // can be sent, and the WQE it started with completes in error (IBA 10.8.3.1).
         for (std::size_t i = 0; i < batch.count; ++i) rte_pktmbuf_free(batch.frames[i]);
-        ++_counters.memory_access_faults;
+        ++_transport.counters.memory_access_faults;
         // The WQEs after it in the burst lost their packets with it: they are flushed.
         const std::uint32_t mask = qp.send_size - 1;
         qp.requester.started_work[batch.wqe_index[0] & mask].status = IBV_WC_LOC_PROT_ERR;

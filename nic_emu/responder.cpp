@@ -16,10 +16,10 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
     // An acknowledgement promises that what it acknowledges is in the program's memory: while
     // the QP's writes are still staged, it waits for them (flush_dma sends it, or replaces it
     // with the NAK of a write that failed).
-    if (_dma.writes_for(&qp)) {
-        if (!_dma.has_ack_room()) flush_dma();
-        if (_dma.writes_for(&qp)) {
-            _dma.add_acknowledgement({&qp, psn, syndrome, now});
+    if (_transport.dma.writes_for(&qp)) {
+        if (!_transport.dma.has_ack_room()) flush_dma();
+        if (_transport.dma.writes_for(&qp)) {
+            _transport.dma.add_acknowledgement({&qp, psn, syndrome, now});
             return;
         }
     }
@@ -49,24 +49,24 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
     rte_mbuf* frame = start_frame(spec, 0, payload);
     if (!frame) return; // the requester's timer recovers a lost ACK
     if (wire::aeth_syndrome::is_ack(syndrome))
-        ++_counters.acks_sent;
+        ++_transport.counters.acks_sent;
     else
-        ++_counters.naks_sent;
+        ++_transport.counters.naks_sent;
     finish_frame(frame, now);
 }
 
 bool nic_node::hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
                           sim_time now) {
     if (qp.type != IBV_QPT_RC || distance >= reorder_buffer::max_distance) return false;
-    if (qp.responder.early.contains(_held, psn)) {
-        ++_counters.duplicate_request; // a copy of one already held: dropped
+    if (qp.responder.early.contains(_transport.held, psn)) {
+        ++_transport.counters.duplicate_request; // a copy of one already held: dropped
         return true;
     }
-    if (!qp.responder.early.hold(_held, psn, _current_frame, packet)) return false;
-    _current_frame_kept = true;
+    if (!qp.responder.early.hold(_transport.held, psn, _transport.current_frame, packet)) return false;
+    _transport.current_frame_kept = true;
     // Give the missing packets the time a reordering fabric takes before asking for them.
     if (qp.responder.gap_deadline == never && qp.responder.state != responder_state::sequence_nak_sent)
-        qp.responder.gap_deadline = now + reorder_grace;
+        qp.responder.gap_deadline = now + transport_context::reorder_grace;
     return true;
 }
 
@@ -80,8 +80,8 @@ void nic_node::report_gap(queue_pair& qp, sim_time now) {
 void nic_node::drain_early(queue_pair& qp, sim_time now) {
     held_packet e;
     bool drained = false;
-    while (qp.state != IBV_QPS_ERR && qp.responder.early.take(_held, qp.responder.expected_psn, e)) {
-        handle_frame(e.frame, [&] { handle_request(qp, e.packet, now); });
+    while (qp.state != IBV_QPS_ERR && qp.responder.early.take(_transport.held, qp.responder.expected_psn, e)) {
+        _transport.handle_frame(e.frame, [&] { handle_request(qp, e.packet, now); });
         drained = true;
     }
     // The requester may be resending what was held (go-back-N after a NAK or a timeout): tell it
@@ -92,7 +92,8 @@ void nic_node::drain_early(queue_pair& qp, sim_time now) {
     if (!qp.responder.early.held())
         qp.responder.gap_deadline = never;
     else if (drained && qp.responder.state != responder_state::sequence_nak_sent)
-        qp.responder.gap_deadline = now + reorder_grace; // another gap behind what was drained: its own grace
+        qp.responder.gap_deadline =
+            now + transport_context::reorder_grace; // another gap behind what was drained: its own grace
 }
 
 bool nic_node::check_gap(queue_pair& qp, sim_time now) {
@@ -122,8 +123,8 @@ sim_time nic_node::responder_deadline(const queue_pair& qp) const {
 }
 
 void nic_node::release_early(queue_pair& qp) {
-    qp.responder.early.release_all(_held);
-    qp.completer.early_responses.release_all(_held);
+    qp.responder.early.release_all(_transport.held);
+    qp.completer.early_responses.release_all(_transport.held);
     qp.responder.gap_deadline = never;
     qp.completer.response_gap_deadline = never;
     qp.completer.waiting_ack_psn.reset();
@@ -141,71 +142,16 @@ bool nic_node::take_receive_wqe(queue_pair& qp) {
     return true;
 }
 
-bool nic_node::stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset,
-                             const std::uint8_t* data, std::size_t length, ibv_wc_status& status,
-                             const write_origin& origin) {
-    if (length == 0) return true;
-    // Check every piece first, then stage them: the data lands whole or not at all.
-    struct piece {
-        address_space* memory;
-        std::uint64_t address, length, done;
-    };
-    std::array<piece, hw::max_sge> pieces;
-    std::size_t count = 0;
-    std::uint64_t skip = offset, left = length, done = 0;
-    for (std::size_t i = 0; i < sges.size() && i < hw::max_sge && left; ++i) {
-        const hw::sge& s = sges[i];
-        if (skip >= s.length) {
-            skip -= s.length;
-            continue;
-        }
-        const std::uint64_t take = std::min<std::uint64_t>(s.length - skip, left);
-        const memory_region* mr = local_mr(s.lkey, qp.pd, s.address + skip, take, IBV_ACCESS_LOCAL_WRITE);
-        // One copy call writes one address space: every MR of a PD belongs to the same program.
-        if (!mr || (count && mr->memory != pieces[0].memory)) {
-            status = IBV_WC_LOC_PROT_ERR;
-            return false;
-        }
-        pieces[count++] = {mr->memory, s.address + skip, take, done};
-        done += take;
-        left -= take;
-        skip = 0;
-    }
-    if (left) {
-        status = IBV_WC_LOC_LEN_ERR; // longer than the buffers
-        return false;
-    }
-    if (!_dma.fits(pieces[0].memory, count)) flush_dma();
-    for (std::size_t i = 0; i < count; ++i)
-        _dma.add_write(pieces[i].memory, const_cast<std::uint8_t*>(data) + pieces[i].done, pieces[i].address,
-                       pieces[i].length, origin);
-    if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
-    return true;
-}
-
 bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
                                      const std::uint8_t* data, std::size_t length, std::uint32_t psn,
                                      ibv_wc_status& status) {
-    return stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data, length,
-                         status, write_origin::request(qp, psn, wire::nak_code::remote_operational_error));
-}
-
-void nic_node::stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited,
-                                std::uint32_t first_psn, std::uint32_t last_psn) {
-    // A completion must not be seen before the data it reports.
-    if (_dma.empty()) {
-        post_completion(cq, entry, solicited);
-        return;
-    }
-    if (!_dma.fits(_dma.memory(), 0)) flush_dma();
-    if (_dma.empty())
-        post_completion(cq, entry, solicited);
-    else
-        _dma.add_completion({&qp, &cq, entry, solicited, first_psn, last_psn});
+    return _transport.stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data,
+                                    length, status,
+                                    write_origin::request(qp, psn, wire::nak_code::remote_operational_error));
 }
 
 bool nic_node::flush_dma() {
-    if (_dma.empty()) return false;
+    if (_transport.dma.empty()) return false;
     // The first write of each QP that failed: its origin says how the failure is answered.
     auto& failed = _failed_writes;
     std::size_t failures = 0;
@@ -214,14 +160,16 @@ bool nic_node::flush_dma() {
             if (failed[i].qp == qp) return &failed[i];
         return nullptr;
     };
-    if (!_dma.local().empty() && !_dma.memory()->write(_dma.local(), _dma.remote())) {
+    if (!_transport.dma.local().empty() &&
+        !_transport.dma.memory()->write(_transport.dma.local(), _transport.dma.remote())) {
         // The program unmapped the memory, made it read-only or is gone: which writes failed
         // is found one at a time (a rare path; the ones that work are made again, harmlessly).
-        for (std::size_t i = 0; i < _dma.origins().size(); ++i) {
-            const write_origin& origin = _dma.origins()[i];
-            if (failed_for(origin.qp) || _dma.memory()->write(_dma.local().subspan(i, 1), _dma.remote().subspan(i, 1)))
+        for (std::size_t i = 0; i < _transport.dma.origins().size(); ++i) {
+            const write_origin& origin = _transport.dma.origins()[i];
+            if (failed_for(origin.qp) || _transport.dma.memory()->write(_transport.dma.local().subspan(i, 1),
+                                                                        _transport.dma.remote().subspan(i, 1)))
                 continue;
-            ++_counters.memory_access_faults;
+            ++_transport.counters.memory_access_faults;
             failed[failures++] = origin;
         }
     }
@@ -229,10 +177,11 @@ bool nic_node::flush_dma() {
     // but the batch must be empty before anything is sent.
     std::array<dma_batch::completion, dma_batch::max_completions> completions;
     std::array<dma_batch::acknowledgement, dma_batch::max_acks> acks;
-    const std::size_t completion_count = _dma.completions().size(), ack_count = _dma.acknowledgements().size();
-    std::copy(_dma.completions().begin(), _dma.completions().end(), completions.begin());
-    std::copy(_dma.acknowledgements().begin(), _dma.acknowledgements().end(), acks.begin());
-    _dma.clear(_current_frame);
+    const std::size_t completion_count = _transport.dma.completions().size(),
+                      ack_count = _transport.dma.acknowledgements().size();
+    std::copy(_transport.dma.completions().begin(), _transport.dma.completions().end(), completions.begin());
+    std::copy(_transport.dma.acknowledgements().begin(), _transport.dma.acknowledgements().end(), acks.begin());
+    _transport.dma.clear(_transport.current_frame);
 
     for (std::size_t i = 0; i < completion_count; ++i) {
         dma_batch::completion& c = completions[i];
@@ -244,9 +193,9 @@ bool nic_node::flush_dma() {
             c.entry.status = flushed ? IBV_WC_WR_FLUSH_ERR : IBV_WC_LOC_PROT_ERR;
             const bool receive = c.entry.opcode == IBV_WC_RECV || c.entry.opcode == IBV_WC_RECV_RDMA_WITH_IMM;
             if (flushed)
-                ++(receive ? _counters.resp_cqe_flush_error : _counters.req_cqe_flush_error);
+                ++(receive ? _transport.counters.resp_cqe_flush_error : _transport.counters.req_cqe_flush_error);
             else
-                ++(receive ? _counters.resp_cqe_error : _counters.req_cqe_error);
+                ++(receive ? _transport.counters.resp_cqe_error : _transport.counters.req_cqe_error);
         }
         post_completion(*c.cq, c.entry, c.solicited);
     }
@@ -256,7 +205,7 @@ bool nic_node::flush_dma() {
         const write_origin& f = failed[i];
         if (f.nak) {
             // The NAK acknowledges what precedes the failed request, and nothing after it.
-            if (f.code == wire::nak_code::remote_access_error) ++_counters.resp_remote_access_errors;
+            if (f.code == wire::nak_code::remote_access_error) ++_transport.counters.resp_remote_access_errors;
             send_ack(*f.qp, f.psn, wire::aeth_syndrome::nak(f.code), _latest);
         }
         enter_error(*f.qp, f.nak && f.code == wire::nak_code::remote_access_error
@@ -275,7 +224,7 @@ bool nic_node::begin_remote_write(queue_pair& qp, const wire::reth& reth) {
     const bool allowed = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) &&
                          (dma_length == 0 || remote_mr(rkey, qp.pd, va, dma_length, IBV_ACCESS_REMOTE_WRITE));
     if (!allowed) {
-        ++_counters.resp_remote_access_errors;
+        ++_transport.counters.resp_remote_access_errors;
         return false;
     }
     qp.responder.write = remote_write{rkey, va, dma_length, dma_length};
@@ -284,7 +233,7 @@ bool nic_node::begin_remote_write(queue_pair& qp, const wire::reth& reth) {
 
 void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
     if (qp.state == IBV_QPS_ERR) {
-        ++_counters.rx_qp_state_drops;
+        ++_transport.counters.rx_qp_state_drops;
         return;
     }
     const wire::bth& bth = *packet.bth_header;
@@ -294,7 +243,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
 
     if (distance > 0) {
         // A gap: what precedes this was lost or is still on its way (a sprayed fabric reorders).
-        ++_counters.out_of_sequence;
+        ++_transport.counters.out_of_sequence;
         if (hold_early(qp, packet, psn, distance, now)) return;
         // Too far ahead to hold: one NAK per gap (IBA 9.7.5.1.1), and go-back-N resends it.
         report_gap(qp, now);
@@ -307,7 +256,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
     if (distance < 0) {
         // A duplicate: its effect already happened. Acknowledge what has been received so the
         // requester can move on (IBA 9.7.5.1.2).
-        ++_counters.duplicate_request;
+        ++_transport.counters.duplicate_request;
         if (bth.ack_request())
             send_ack(qp, wire::psn_add(qp.responder.expected_psn, wire::psn_mask),
                      wire::aeth_syndrome::ack(invalid_credits), now);
@@ -331,10 +280,10 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
             e.wc_flags |= IBV_WC_WITH_IMM;
             e.immediate = packet.immdt_header->data.raw(); // network order, as ibv_wc::imm_data
         }
-        if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
+        if (status != IBV_WC_SUCCESS) ++_transport.counters.resp_cqe_error;
         set_state(qp, receive_state::none);
         qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
-        stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
+        _transport.stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
     };
 
     const std::size_t length = packet.payload_length;
@@ -351,7 +300,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         }
         if (first && !take_receive_wqe(qp)) {
             // No receive WQE: RNR NAK, the PSN stays expected (IBA 9.7.5.2.8).
-            ++_counters.rnr_nak_sent;
+            ++_transport.counters.rnr_nak_sent;
             send_ack(qp, psn, wire::aeth_syndrome::rnr_nak(qp.attr.min_rnr_timer), now);
             return;
         }
@@ -359,7 +308,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         ibv_wc_status status = IBV_WC_SUCCESS;
         if (!write_payload_to_sges(qp, qp.responder.recv_work, qp.responder.recv_offset, packet.payload, length, psn,
                                    status)) {
-            if (status == IBV_WC_LOC_LEN_ERR) ++_counters.resp_local_length_error;
+            if (status == IBV_WC_LOC_LEN_ERR) ++_transport.counters.resp_local_length_error;
             complete_receive(status, 0, false, false);
             nak(status == IBV_WC_LOC_LEN_ERR ? wire::nak_code::invalid_request
                                              : wire::nak_code::remote_operational_error);
@@ -389,21 +338,22 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         }
         const bool with_imm = packet.immdt_header != nullptr;
         if (last && with_imm && qp.responder.receive == receive_state::none && !take_receive_wqe(qp)) {
-            ++_counters.rnr_nak_sent;
+            ++_transport.counters.rnr_nak_sent;
             send_ack(qp, psn, wire::aeth_syndrome::rnr_nak(qp.attr.min_rnr_timer), now);
             return;
         }
         if (length) {
             const memory_region* mr = remote_mr(write.rkey, qp.pd, write.va, length, IBV_ACCESS_REMOTE_WRITE);
             if (!mr) {
-                ++_counters.resp_remote_access_errors;
+                ++_transport.counters.resp_remote_access_errors;
                 nak(wire::nak_code::remote_access_error);
                 return;
             }
-            if (!_dma.fits(mr->memory, 1)) flush_dma();
-            _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (write.va - mr->iova),
-                           length, write_origin::request(qp, psn, wire::nak_code::remote_access_error));
-            if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
+            if (!_transport.dma.fits(mr->memory, 1)) flush_dma();
+            _transport.dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload),
+                                     mr->address + (write.va - mr->iova), length,
+                                     write_origin::request(qp, psn, wire::nak_code::remote_access_error));
+            if (!_transport.dma.holds(_transport.current_frame)) _transport.dma.hold(_transport.current_frame);
         }
         write.va += length;
         write.remaining -= length;

@@ -68,7 +68,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
 
     responder_resource res;
     if (is_read) {
-        ++_counters.rx_read_requests;
+        ++_transport.counters.rx_read_requests;
         const wire::reth& reth = *packet.reth_header;
         const std::uint64_t va = reth.virtual_address.load();
         const std::uint32_t length = reth.dma_length.load();
@@ -82,7 +82,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
         const bool allowed = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) &&
                              (length == 0 || remote_mr(rkey, qp.pd, va, length, IBV_ACCESS_REMOTE_READ));
         if (!allowed) {
-            ++_counters.resp_remote_access_errors;
+            ++_transport.counters.resp_remote_access_errors;
             nak(wire::nak_code::remote_access_error);
             return;
         }
@@ -92,7 +92,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
         res.rkey = rkey;
         res.length = length;
     } else {
-        ++_counters.rx_atomic_requests;
+        ++_transport.counters.rx_atomic_requests;
         const wire::atomic_eth& a = *packet.atomic_eth_header;
         const std::uint64_t va = a.virtual_address.load();
         const std::uint32_t rkey = a.rkey.load();
@@ -106,7 +106,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
                                       ? remote_mr(rkey, qp.pd, va, 8, IBV_ACCESS_REMOTE_ATOMIC)
                                       : nullptr;
         if (!mr) {
-            ++_counters.resp_remote_access_errors;
+            ++_transport.counters.resp_remote_access_errors;
             nak(wire::nak_code::remote_access_error);
             return;
         }
@@ -127,7 +127,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
             if (store) ok = mr->memory->write(address, &value, sizeof value);
         }
         if (!ok) {
-            ++_counters.memory_access_faults;
+            ++_transport.counters.memory_access_faults;
             nak(wire::nak_code::remote_operational_error);
             return;
         }
@@ -145,7 +145,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
 }
 
 void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
-    ++_counters.duplicate_request;
+    ++_transport.counters.duplicate_request;
     const std::uint32_t psn = packet.bth_header->psn();
     const bool is_read = packet.info->has(wire::opcode_mask::read);
     responder_resource* found = nullptr;
@@ -159,7 +159,7 @@ void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_r
     if (!found) return;
     if (!is_read) {
         if (found->type != responder_resource::kind::atomic || found->first_psn != psn) return;
-        ++_counters.resp_duplicate_atomic_replays;
+        ++_transport.counters.resp_duplicate_atomic_replays;
         found->pending = true; // the same ATOMIC ACKNOWLEDGE again, not the operation
         found->replay = true;
         return;
@@ -176,7 +176,7 @@ void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_r
     const bool allowed = fits && (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) &&
                          (length == 0 || remote_mr(rkey, qp.pd, va, length, IBV_ACCESS_REMOTE_READ));
     if (!allowed) {
-        ++_counters.resp_remote_access_errors;
+        ++_transport.counters.resp_remote_access_errors;
         send_ack(qp, psn, wire::aeth_syndrome::nak(wire::nak_code::remote_access_error), now);
         enter_error(qp, "remote access error (duplicate READ)");
         return;
@@ -261,14 +261,14 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
         !batch.memory->read({batch.local.data(), batch.segments}, {batch.remote.data(), batch.segments})) {
         // The registered memory vanished under the NIC: the READ cannot be answered.
         for (std::size_t i = 0; i < batch.count; ++i) rte_pktmbuf_free(batch.frames[i]);
-        ++_counters.memory_access_faults;
+        ++_transport.counters.memory_access_faults;
         send_ack(qp, batch_psn, wire::aeth_syndrome::nak(wire::nak_code::remote_operational_error), now);
         enter_error(qp, "the program's registered memory vanished");
         return true;
     }
     for (std::size_t i = 0; i < batch.count; ++i) finish_frame(batch.frames[i], now);
     if (failed) {
-        ++_counters.resp_remote_access_errors;
+        ++_transport.counters.resp_remote_access_errors;
         send_ack(qp, failed_psn, wire::aeth_syndrome::nak(wire::nak_code::remote_access_error), now);
         enter_error(qp, "remote access error");
         return true;
