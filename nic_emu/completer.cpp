@@ -4,6 +4,8 @@
 
 #include "nic_emu/completer.hpp"
 
+#include "nic_emu/requester.hpp"
+
 namespace rocefab::nic {
 
 namespace {
@@ -92,7 +94,7 @@ void completer::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim
     }
     // An ACK beyond where a rewind left the requester makes resending those packets pointless.
     if (wire::psn_diff(qp.requester.next_psn, wire::psn_add(acked_psn, 1)) < 0)
-        _context.port.rewind_requester(qp, wire::psn_add(acked_psn, 1));
+        _requester.rewind_to(qp, wire::psn_add(acked_psn, 1));
     if (progressed) {
         qp.completer.retries_left = qp.attr.retry_cnt;
         const bool outstanding = qp.requester.sq_retired != qp.requester.sq_started;
@@ -165,7 +167,7 @@ void completer::handle(queue_pair& qp, const wire::parsed_roce& packet, sim_time
             --qp.completer.rnr_retries_left;
         }
         qp.requester.rnr_wait_until = now + rnr_wait(wire::aeth_syndrome::rnr_timer_of(syndrome));
-        _context.port.rewind_requester(qp, psn);
+        _requester.rewind_to(qp, psn);
         // The transport timer does not run while waiting out an RNR NAK.
         qp.completer.retransmit_deadline = never;
         return;
@@ -174,7 +176,7 @@ void completer::handle(queue_pair& qp, const wire::parsed_roce& packet, sim_time
     switch (wire::aeth_syndrome::nak_code_of(syndrome)) {
     case wire::nak_code::psn_sequence_error:
         ++_context.counters.packet_seq_err;
-        _context.port.rewind_requester(qp, psn);
+        _requester.rewind_to(qp, psn);
         return;
     case wire::nak_code::remote_access_error:
         ++_context.counters.req_remote_access_errors;
@@ -232,7 +234,7 @@ bool completer::check_transport_timer(queue_pair& qp, sim_time now) {
     }
     --qp.completer.retries_left;
     set_state(qp, completer_state::ready); // the retry an implied NAK started may itself be lost
-    _context.port.rewind_requester(qp, wire::psn_add(qp.completer.last_acked_psn, 1));
+    _requester.rewind_to(qp, wire::psn_add(qp.completer.last_acked_psn, 1));
     qp.completer.retransmit_deadline = now + qp.ack_timeout;
     return true;
 }

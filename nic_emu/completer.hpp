@@ -1,16 +1,18 @@
 // The completer (IBA 9.7.5.2 and rxe_comp.c): reads ACKs, NAKs, READ responses and atomic ACKs,
 // retires acknowledged send WQEs into the send CQ, and owns the transport timer and the wait for
 // READ/atomic responses a sprayed fabric delays. Its place in its state machine is
-// qp.completer.state (engine_state.hpp); the requester it rewinds is reached through the port.
+// qp.completer.state (engine_state.hpp); it rewinds the requester (go-back-N) directly.
 #pragma once
 
 #include "nic_emu/transport_context.hpp"
 
 namespace rocefab::nic {
 
+class requester;
+
 class completer {
 public:
-    explicit completer(transport_context& context) : _context(context) {}
+    completer(transport_context& context, requester& requester) : _context(context), _requester(requester) {}
     completer(const completer&) = delete;
     completer& operator=(const completer&) = delete;
 
@@ -51,6 +53,7 @@ private:
     void give_up_waiting_for_responses(queue_pair& qp, sim_time now);
 
     transport_context& _context;
+    requester& _requester;
 };
 
 } // namespace rocefab::nic

@@ -6,6 +6,8 @@
 
 #include "nic_emu/completer.hpp"
 
+#include "nic_emu/requester.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -48,7 +50,7 @@ bool completer::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time no
     }
     --qp.completer.retries_left;
     set_state(qp, completer_state::implied_retry);
-    _context.port.rewind_requester(qp, resume);
+    _requester.rewind_to(qp, resume);
     qp.completer.retransmit_deadline = qp.ack_timeout ? now + qp.ack_timeout : never;
     return true;
 }

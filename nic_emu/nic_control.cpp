@@ -692,9 +692,9 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
         // once every WQE started before the transition has completed.
         if (next == IBV_QPS_SQD && qp.state != IBV_QPS_SQD && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
             attr.en_sqd_async_notify)
-            set_state(qp, requester_state::draining);
+            _requester.set_state(qp, requester_state::draining);
         else if (next != IBV_QPS_SQD || qp.requester.state == requester_state::draining)
-            set_state(qp, requester_state::ready); // a drain not asked to notify, or left, raises nothing
+            _requester.set_state(qp, requester_state::ready); // a drain not asked to notify, or left, raises nothing
         set_qp_state(qp, next);
         if (next == IBV_QPS_ERR) enter_error(qp, "modified to ERR by the program");
     }

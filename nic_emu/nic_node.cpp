@@ -238,7 +238,7 @@ void nic_node::on_congestion_experienced(queue_pair& qp, const wire::parsed_roce
 }
 
 void nic_node::on_cnp(queue_pair& qp, sim_time now) {
-    if (qp.type == IBV_QPT_UD || !(_spec.dcqcn_rp_priorities & (1u << priority_of(qp)))) {
+    if (qp.type == IBV_QPT_UD || !(_spec.dcqcn_rp_priorities & (1u << _transport.priority_of(qp)))) {
         ++_transport.counters.rp_cnp_ignored;
         return;
     }
@@ -316,14 +316,14 @@ bool nic_node::poll(sim_time now) {
             did_work |= flush(qp);
         else if (qp.state == IBV_QPS_SQE)
             did_work |= flush_send_queue(qp);
-        else if (drain_complete(qp)) {
-            set_state(qp, requester_state::drained); // nothing started is outstanding
+        else if (requester::drain_complete(qp)) {
+            _requester.set_state(qp, requester_state::drained); // nothing started is outstanding
             raise_async_event(qp.context, IBV_EVENT_SQ_DRAINED, qp.handle);
             did_work = true;
-        } else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(priority_of(qp)) <= now &&
+        } else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(_transport.priority_of(qp)) <= now &&
                    loopback_has_room()) {
             did_work |= run_read_atomic_responder(qp, now);
-            did_work |= run_requester(qp, now);
+            did_work |= _requester.run(qp, now);
         }
     }
     if (n) _round_robin = (_round_robin + 1) % n;
@@ -343,7 +343,7 @@ sim_time nic_node::next_deadline() const {
 }
 
 sim_time nic_node::qp_deadline(const queue_pair& qp) const {
-    return std::min({requester_deadline(qp), _completer.deadline(qp), responder_deadline(qp)});
+    return std::min({_requester.deadline(qp), _completer.deadline(qp), responder_deadline(qp)});
 }
 
 // ---- completions and events ------------------------------------------------------------------------

@@ -13,9 +13,11 @@
 #include "dataplane/wire/roce_frame.hpp"
 #include "nic_emu/completer.hpp"
 #include "nic_emu/counters.hpp"
+#include "nic_emu/nic_spec.hpp"
 #include "nic_emu/dcqcn.hpp"
 #include "nic_emu/dma_batch.hpp"
 #include "nic_emu/gsi_queue.hpp"
+#include "nic_emu/requester.hpp"
 #include "nic_emu/resources.hpp"
 #include "nic_emu/transport_context.hpp"
 
@@ -30,48 +32,6 @@
 #include <unordered_map>
 
 namespace rocefab::nic {
-
-struct nic_spec {
-    std::string host; // the emulated host the NIC sits in
-    std::string name; // the device name programs see, e.g. rfab0
-    wire::mac_address mac;
-    wire::ipv6_address address; // v4-mapped for an IPv4 interface address
-    std::uint64_t speed_bps = 100'000'000'000;
-    std::uint32_t ip_mtu = 9000;
-    std::uint8_t ecn = wire::ecn::ect0; // ConnectX marks RoCEv2 packets ECN-capable by default
-    // The DSCP of RoCE traffic whose program leaves the traffic class 0, as NVIDIA's lossless RoCE
-    // configuration sets it (tos 106: DSCP 26); a program's own traffic class wins.
-    std::uint8_t dscp = 26;
-    // Trust PCP (`mlnx_qos --trust pcp`) instead: every frame carries an 802.1Q priority tag
-    // (VID 0) whose PCP is its priority, the QP's service level if it has one, else the
-    // priority its DSCP maps to below; CNPs go with cnp_802p_prio.
-    bool trust_pcp = false;
-    // Trust DSCP (`mlnx_qos --trust dscp`): which PFC priority a DSCP travels in. NVIDIA's RoCE
-    // defaults: 26 -> 3 (RoCE, lossless), 48 -> 6 (CNP), the rest 0.
-    std::array<std::uint8_t, 64> dscp_to_priority = [] {
-        std::array<std::uint8_t, 64> map{};
-        map[26] = 3;
-        map[48] = 6;
-        return map;
-    }();
-    // DCQCN: the mlx5 knobs, and the priorities it runs on as reaction point and notification
-    // point (sysfs ecn/roce_rp/enable/N and ecn/roce_np/enable/N; ConnectX: all of them).
-    dcqcn_params dcqcn;
-    std::uint8_t dcqcn_rp_priorities = 0xff;
-    std::uint8_t dcqcn_np_priorities = 0xff;
-    // The host side of the receive path. 0: the host takes frames as fast as the link brings
-    // them. Otherwise frames wait in the NIC's receive buffer and reach the host at this rate,
-    // as behind a PCIe bottleneck or a busy host: a slow receiver.
-    std::uint64_t host_rx_bps = 0;
-    // The receive buffer, and the PFC the NIC sends for its lossless priorities (`mlnx_qos
-    // --pfc`; NVIDIA's RoCE configuration: 3): XOFF when a priority holds more than
-    // rx_xoff_bytes, XON once it holds less than rx_xon_bytes. What arrives over the buffer's
-    // size is discarded (rx_prioN_buf_discard).
-    std::uint32_t rx_buffer_bytes = 512 * 1024;
-    std::uint32_t rx_xoff_bytes = 256 * 1024;
-    std::uint32_t rx_xon_bytes = 128 * 1024;
-    std::uint8_t pfc_priorities = 1u << 3;
-};
 
 // Resolves the destination MAC for a destination GID, as the host's neighbour table would
 // (the peer's MAC on the same subnet, the gateway's otherwise). False when unreachable.
@@ -88,10 +48,6 @@ inline constexpr std::uint32_t max_srq = 65536;
 inline constexpr std::uint32_t max_ah = 65536;
 inline constexpr std::uint32_t max_comp_channels = 65536; // not a device attribute; bounds descriptors
 } // namespace limits
-
-// How far ahead of the wire the NIC may queue frames on its port: a small transmit FIFO, so a
-// poll loop that runs slower than one frame time still keeps the link busy.
-inline constexpr sim_time transmit_fifo_time = microseconds(2);
 
 class nic_node final : public node, private transport_port {
 public:
@@ -142,7 +98,7 @@ public:
     std::vector<qp_view> queue_pairs(sim_time now) const;
 
     // When received PFC lets `priority` send again (<= now: not paused).
-    sim_time paused_until(std::uint8_t priority) const { return _pauses.until(priority & 7); }
+    sim_time paused_until(std::uint8_t priority) const override { return _pauses.until(priority & 7); }
 
     // -- resources (control path; return 0 or an errno value) -------------------------------
     // `doorbells`, when not empty, holds the program's hw::doorbell_queue; without one the
@@ -203,26 +159,6 @@ public:
     void set_next_qpn_for_test(std::uint32_t qpn) { _next_qpn = qpn & wire::mask24; }
 
 private:
-    // requester.cpp
-    bool run_requester(queue_pair& qp, sim_time now);
-    bool start_next_wqe(queue_pair& qp);
-    // The packets of one burst, whose payloads are copied from application memory with one
-    // process_vm_readv (see dma_batch.hpp for why).
-    struct gather_batch {
-        static constexpr std::size_t max_packets = 16;
-        address_space* memory = nullptr;
-        std::array<iovec, max_packets * hw::max_sge> local{};
-        std::array<iovec, max_packets * hw::max_sge> remote{};
-        std::size_t segments = 0;
-        std::array<rte_mbuf*, max_packets> frames{};
-        std::array<std::uint32_t, max_packets> wqe_index{};
-        std::size_t count = 0;
-    };
-    bool prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch);
-    void transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now);
-    void rewind_to(queue_pair& qp, std::uint32_t psn);
-    // IBA 10.8.3.3 / 9.7.4.1.4: the WQE may not go out yet, because max_rd_atomic READ/atomic
-    // requests are outstanding or it is fenced behind unfinished ones.
     // responder.cpp: requests ahead of a PSN gap (reorder_buffer.hpp). A held frame stays out
     // of receive()'s hands through _transport.current_frame_kept.
     bool hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
@@ -231,10 +167,8 @@ private:
     void drain_early(queue_pair& qp, sim_time now);
     bool check_gap(queue_pair& qp, sim_time now);
     void release_early(queue_pair& qp);
-    bool requester_must_wait(const queue_pair& qp, const hw::send_wqe& next) const;
-    bool prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch);
-    // A send WQE failed: RC goes to ERR, UC and UD to SQE (IBA 10.3.1).
-    void fail_send_queue(queue_pair& qp);
+
+    void fail_send_queue(queue_pair& qp) override;
     bool flush_send_queue(queue_pair& qp);
     // The IP TTL / hop limit of packets to `dgid`. Like the kernel's ib_resolve_eth_dmac(), which
     // replaces the hop limit a program gives (ibv_rc_pingpong asks for 1) with the host route's
@@ -263,8 +197,6 @@ private:
                              static_cast<std::uint32_t>((wire::psn_mask + 1 - (packets - 1)) & wire::psn_mask));
     }
     // uc_ud_transport.cpp: the unreliable transports (IBA 9.4 UC, 9.8 UD) and SRQ receive WQEs.
-    ibv_wc_status start_ud_send(queue_pair& qp, send_work& work);
-    void retire_sent(queue_pair& qp);
     void handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet);
     void handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet);
     bool take_srq_wqe(queue_pair& qp);
@@ -283,21 +215,12 @@ private:
     void enter_error(queue_pair& qp, const char* why) override;
     // The one place a QP's state (IBA 10.3.1) changes; a change is traced at debug level.
     void set_qp_state(queue_pair& qp, ibv_qp_state next);
-    // The states of the engines that are not classes of their own yet, traced as completer::set_state.
-    void set_state(queue_pair& qp, requester_state next) {
-        _transport.transition(qp, "requester", qp.requester.state, next);
-    }
+    // The states of the engines that are not classes of their own yet, traced as the others.
     void set_state(queue_pair& qp, responder_state next) {
         _transport.transition(qp, "responder", qp.responder.state, next);
     }
     void set_state(queue_pair& qp, receive_state next) {
         _transport.transition(qp, "receive WQE", qp.responder.receive, next);
-    }
-    // In SQD with en_sqd_async_notify, every WQE started before the drain has completed: time for
-    // IBV_EVENT_SQ_DRAINED (IBA 10.3.1).
-    static bool drain_complete(const queue_pair& qp) {
-        return qp.requester.state == requester_state::draining && qp.state == IBV_QPS_SQD &&
-               qp.requester.sq_retired == qp.requester.sq_started;
     }
     bool flush(queue_pair& qp);
 
@@ -306,18 +229,23 @@ private:
                                   std::uint32_t needed_access) const override;
     const memory_region* remote_mr(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va, std::uint64_t length,
                                    std::uint32_t needed_access) const override;
-    void rewind_requester(queue_pair& qp, std::uint32_t psn) override { rewind_to(qp, psn); }
-
-    rte_mbuf* start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length, std::uint8_t*& payload);
-    void finish_frame(rte_mbuf* frame, sim_time now);
+    const address_handle* find_address_handle(std::uint32_t handle) const override {
+        const auto it = _ahs.find(handle);
+        return it == _ahs.end() ? nullptr : &it->second;
+    }
+    rte_mbuf* start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length,
+                          std::uint8_t*& payload) override;
+    void finish_frame(rte_mbuf* frame, sim_time now) override;
+    sim_time link_busy_until() const override { return busy_until(0); }
 
     nic_spec _spec;
     neighbour_resolver _resolve;
     std::array<wire::ipv6_address, gid_count> _gids;
     std::uint64_t _node_guid;
     // What the engines share (transport_context.hpp), and the engines that are classes of their own.
-    transport_context _transport{*this, name()};
-    completer _completer{_transport};
+    transport_context _transport{*this, _spec, name()};
+    requester _requester{_transport, _completer};
+    completer _completer{_transport, _requester};
     std::unique_ptr<gsi_queue> _gsi = std::make_unique<gsi_queue>();
     void receive_gsi(const wire::parsed_roce& packet);
     std::uint32_t _gsi_psn = 0;
@@ -382,9 +310,6 @@ private:
     sim_time receive_buffer_deadline() const;
     std::uint8_t priority_of_frame(rte_mbuf* frame) const;
     void send_pfc(std::uint8_t priority, std::uint16_t quanta, sim_time now);
-    std::uint8_t priority_of(const queue_pair& qp) const {
-        return _spec.trust_pcp ? qp.headers.pcp : _spec.dscp_to_priority[qp.headers.dscp & 63];
-    }
     // The priority a received packet travels in, by the NIC's trust mode.
     std::uint8_t priority_of(const wire::parsed_roce& packet) const {
         return _spec.trust_pcp && packet.vlan_present ? packet.pcp : _spec.dscp_to_priority[packet.dscp & 63];
@@ -395,21 +320,6 @@ private:
         h.vlan = true;
         h.vid = 0;
         h.pcp = service_level ? service_level & 7 : _spec.dscp_to_priority[h.dscp & 63];
-    }
-    // The requester's window: at most this many packets sent and not yet acknowledged. With the
-    // window full, only an ACK or the transport timer lets it go on.
-    static constexpr std::uint32_t max_unacked_packets = 1024;
-    static bool window_full(const queue_pair& qp) {
-        return wire::psn_diff(qp.requester.next_psn, qp.completer.last_acked_psn) >
-               static_cast<std::int32_t>(max_unacked_packets);
-    }
-    // When DCQCN's pacer lets the QP's requester send again (0: not rate-limited). The rate
-    // must have been advanced to now.
-    static sim_time paced_until(const queue_pair& qp) { return qp.rate->limited() ? qp.rate->next_send_time() : 0; }
-    // When the requester should look again: the pacer's time, or sooner if a rate increase is
-    // due before it (the next frame may then go earlier).
-    static sim_time pacer_wakeup(const queue_pair& qp) {
-        return qp.rate->limited() ? std::min(qp.rate->next_send_time(), qp.rate->next_event()) : 0;
     }
     void on_pfc(std::span<const std::uint8_t> frame, sim_time now);
     // The QPs poll() looks at are those that may have work, so that idle QPs cost nothing: a QP
@@ -427,7 +337,6 @@ private:
     // Each engine answers for itself (requester.cpp, completer.cpp, responder.cpp); the QP's
     // deadline is the earliest.
     sim_time qp_deadline(const queue_pair& qp) const;
-    sim_time requester_deadline(const queue_pair& qp) const;
     sim_time responder_deadline(const queue_pair& qp) const;
     // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
     // (reaction point).

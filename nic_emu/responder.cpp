@@ -118,7 +118,7 @@ sim_time nic_node::responder_deadline(const queue_pair& qp) const {
     // port and PFC allow.
     if (qp.responder.deferred_ack || read_atomic_responses_pending(qp))
         return std::min(qp.responder.gap_deadline,
-                        std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp))));
+                        std::max(busy_until(0) - transmit_fifo_time, _pauses.until(_transport.priority_of(qp))));
     return qp.responder.gap_deadline;
 }
 

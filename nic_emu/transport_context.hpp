@@ -12,15 +12,21 @@
 #include "nic_emu/counters.hpp"
 #include "nic_emu/dma_batch.hpp"
 #include "nic_emu/engine_state.hpp"
+#include "nic_emu/nic_spec.hpp"
 #include "nic_emu/reorder_buffer.hpp"
 #include "nic_emu/resources.hpp"
 
 #include <infiniband/verbs.h>
 
+#include <array>
 #include <span>
 #include <string>
 
 namespace rocefab::nic {
+
+// How far ahead of the wire the NIC may queue frames on its port: a small transmit FIFO, so a
+// poll loop that runs slower than one frame time still keeps the link busy.
+inline constexpr sim_time transmit_fifo_time = microseconds(2);
 
 // The NIC as its engines see it (nic_node implements it). Each call is one the NIC answers from
 // state that is not any engine's: its memory regions, its completion queues and the QP table a
@@ -38,19 +44,47 @@ public:
     // Makes the staged writes, then posts the completions and sends the acknowledgements that
     // waited for them (dma_batch.hpp).
     virtual bool flush_dma() = 0;
-    // Go-back-N (IBA 9.7.5.2.8): the requester resends from `psn`.
-    virtual void rewind_requester(queue_pair& qp, std::uint32_t psn) = 0;
+    // A send WQE failed: RC goes to ERR, UC and UD to SQE (IBA 10.3.1).
+    virtual void fail_send_queue(queue_pair& qp) = 0;
+    // The address handle a UD send names, if the NIC has it.
+    virtual const address_handle* find_address_handle(std::uint32_t handle) const = 0;
+
+    // The port. start_frame() writes the headers `spec` describes and points `payload` past them
+    // (nullptr and counted when no buffer is free); finish_frame() seals the frame (ICRC,
+    // padding) and sends it, or loops it back when it is for this NIC.
+    virtual rte_mbuf* start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length,
+                                  std::uint8_t*& payload) = 0;
+    virtual void finish_frame(rte_mbuf* frame, sim_time now) = 0;
+    // How far ahead the port's transmit queue reaches.
+    virtual sim_time link_busy_until() const = 0;
+    // When received PFC lets `priority` send again (<= now: not paused).
+    virtual sim_time paused_until(std::uint8_t priority) const = 0;
 
 protected:
     ~transport_port() = default;
 };
 
+// The packets of one burst, whose payloads are copied from application memory with one
+// process_vm_readv (see dma_batch.hpp for why): the requester's, and the READ responder's.
+struct gather_batch {
+    static constexpr std::size_t max_packets = 16;
+    address_space* memory = nullptr;
+    std::array<iovec, max_packets * hw::max_sge> local{};
+    std::array<iovec, max_packets * hw::max_sge> remote{};
+    std::size_t segments = 0;
+    std::array<rte_mbuf*, max_packets> frames{};
+    std::array<std::uint32_t, max_packets> wqe_index{};
+    std::size_t count = 0;
+};
+
 struct transport_context {
-    transport_context(transport_port& port_, const std::string& nic_name_) : port(port_), nic_name(nic_name_) {}
+    transport_context(transport_port& port_, const nic_spec& spec_, const std::string& nic_name_)
+        : port(port_), spec(spec_), nic_name(nic_name_) {}
     transport_context(const transport_context&) = delete;
     transport_context& operator=(const transport_context&) = delete;
 
     transport_port& port;
+    const nic_spec& spec;
     const std::string& nic_name; // the node's, for the traces
     nic_counters counters;
     dma_batch dma;
@@ -77,6 +111,11 @@ struct transport_context {
         }
         if (!dma.holds(frame)) rte_pktmbuf_free(frame); // else freed once its payload is written
         return false;
+    }
+
+    // The PFC priority `qp`'s frames travel in, by the NIC's trust mode.
+    std::uint8_t priority_of(const queue_pair& qp) const {
+        return spec.trust_pcp ? qp.headers.pcp : spec.dscp_to_priority[qp.headers.dscp & 63];
     }
 
     // Stages `length` bytes of `data` for the local buffers `sges` describe, from byte `offset`

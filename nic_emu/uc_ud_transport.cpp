@@ -30,22 +30,22 @@ std::uint64_t receive_capacity(const hw::recv_wqe& wqe) {
 
 // ---- requester ---------------------------------------------------------------------------------
 
-ibv_wc_status nic_node::start_ud_send(queue_pair& qp, send_work& work) {
+ibv_wc_status requester::start_ud_send(queue_pair& qp, send_work& work) {
     const hw::send_wqe& wqe = work.wqe;
     // IBA 9.8.1: UD offers SEND (with immediate) only.
     if (wqe.opcode != IBV_WR_SEND && wqe.opcode != IBV_WR_SEND_WITH_IMM) return IBV_WC_LOC_QP_OP_ERR;
-    auto ah = _ahs.find(wqe.ud_ah);
-    if (ah == _ahs.end() || ah->second.context != qp.context || ah->second.pd != qp.pd) {
-        ++_transport.counters.local_protection_errors;
+    const address_handle* ah = _context.port.find_address_handle(wqe.ud_ah);
+    if (!ah || ah->context != qp.context || ah->pd != qp.pd) {
+        ++_context.counters.local_protection_errors;
         return IBV_WC_LOC_QP_OP_ERR;
     }
     // IBA 9.8.2: a UD message is one packet, so at most the path MTU (the port's active MTU).
     if (work.length > qp.mtu_bytes) {
-        ++_transport.counters.ud_send_too_long;
+        ++_context.counters.ud_send_too_long;
         return IBV_WC_LOC_LEN_ERR;
     }
     wire::roce_headers_spec& h = qp.headers; // this WQE's packet is built before the next starts
-    h = ah->second.headers;
+    h = ah->headers;
     h.dest_qpn = wqe.ud_remote_qpn & wire::mask24;
     // IBA 10.2.5: a Q_Key with its high-order bit set in the WR means the QP's own Q_Key.
     h.deth_qkey = (wqe.ud_remote_qkey & 0x80000000u) ? qp.attr.qkey : wqe.ud_remote_qkey;
@@ -55,7 +55,7 @@ ibv_wc_status nic_node::start_ud_send(queue_pair& qp, send_work& work) {
     return IBV_WC_SUCCESS;
 }
 
-void nic_node::retire_sent(queue_pair& qp) {
+void requester::retire_sent(queue_pair& qp) {
     const std::uint32_t mask = qp.send_size - 1;
     while (qp.requester.sq_retired != qp.requester.sq_current) {
         const send_work& work = qp.requester.started_work[qp.requester.sq_retired & mask];
