@@ -124,7 +124,7 @@ int nic_node::send_mad(const wire::ipv6_address& destination, std::uint32_t dest
 // ---- receive -------------------------------------------------------------------------------------
 
 void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
-    _latest = std::max(_latest, now);
+    _transport.latest = std::max(_transport.latest, now);
     const auto bytes = frame_bytes(frame);
     if (bytes.size() >= sizeof(wire::ethernet_header)) {
         const auto* eth = reinterpret_cast<const wire::ethernet_header*>(bytes.data());
@@ -192,19 +192,16 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         return;
     }
     if (packet.ecn == wire::ecn::ce) on_congestion_experienced(qp, packet, now);
+    // By opcode (IBA 9.2.1): RC responses go to the completer, everything else is a request.
     const bool kept = _transport.handle_frame(frame, [&] {
-        if (qp.type == IBV_QPT_UC)
-            handle_uc_request(qp, packet);
-        else if (qp.type == IBV_QPT_UD)
-            handle_ud_request(qp, packet);
-        else if (packet.info->has(wire::opcode_mask::response))
+        if (qp.type == IBV_QPT_RC && packet.info->has(wire::opcode_mask::response))
             _completer.handle(qp, packet, now);
         else
-            handle_request(qp, packet, now);
+            _responder.handle(qp, packet, now);
     });
     if (kept) return; // held ahead of a gap (reorder_buffer.hpp): nothing follows it yet
     // Packets held ahead of a gap the frame may have filled (reorder_buffer.hpp).
-    if (qp.responder.early.held()) drain_early(qp, now);
+    if (qp.responder.early.held()) _responder.resume(qp, now);
     if (qp.completer.early_responses.held() || qp.completer.waiting_ack_psn) _completer.resume(qp, now);
 }
 
@@ -302,16 +299,16 @@ void nic_node::retire_idle_qps() {
 }
 
 bool nic_node::poll(sim_time now) {
-    _latest = std::max(_latest, now);
+    _transport.latest = std::max(_transport.latest, now);
     bool did_work = run_receive_buffer(now);
     did_work |= deliver_looped_back(now);
-    did_work |= flush_dma();
+    did_work |= _responder.flush_dma();
     did_work |= take_doorbells();
     const std::size_t n = _active_qps.size();
     for (std::size_t i = 0; i < n; ++i) {
         queue_pair& qp = *_active_qps[(_round_robin + i) % n];
         did_work |= _completer.run_timers(qp, now);
-        did_work |= check_gap(qp, now);
+        did_work |= _responder.run_timers(qp, now);
         if (qp.state == IBV_QPS_ERR)
             did_work |= flush(qp);
         else if (qp.state == IBV_QPS_SQE)
@@ -322,7 +319,7 @@ bool nic_node::poll(sim_time now) {
             did_work = true;
         } else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(_transport.priority_of(qp)) <= now &&
                    loopback_has_room()) {
-            did_work |= run_read_atomic_responder(qp, now);
+            did_work |= _responder.run(qp, now);
             did_work |= _requester.run(qp, now);
         }
     }
@@ -343,7 +340,7 @@ sim_time nic_node::next_deadline() const {
 }
 
 sim_time nic_node::qp_deadline(const queue_pair& qp) const {
-    return std::min({_requester.deadline(qp), _completer.deadline(qp), responder_deadline(qp)});
+    return std::min({_requester.deadline(qp), _completer.deadline(qp), _responder.deadline(qp)});
 }
 
 // ---- completions and events ------------------------------------------------------------------------
@@ -362,7 +359,7 @@ bool nic_node::post_completion(completion_queue& cq, const hw::cqe& entry, bool 
         cq.control->overflowed.store(1, std::memory_order_relaxed);
         ++_transport.counters.cq_overflow;
         std::uint64_t held_back = 0;
-        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_latest, held_back))
+        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_transport.latest, held_back))
             log::nic().warn("{}: CQ {} overflowed ({} entries); it and its QPs are in error{}", name(), cq.handle,
                             cq.size,
                             held_back ? fmt::format(" ({} more QPs or CQs failed in the last second)", held_back) : "");
@@ -400,10 +397,10 @@ void nic_node::raise_async_event(std::uint32_t context, ibv_event_type type, std
 }
 
 void nic_node::enter_error(queue_pair& qp, const char* why) {
-    release_early(qp); // requests are no longer taken
+    _responder.release_early(qp); // requests are no longer taken
     if (qp.state != IBV_QPS_ERR) {
         std::uint64_t held_back = 0;
-        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_latest, held_back))
+        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_transport.latest, held_back))
             log::nic().warn("{}: QP {:#x} ({}, to QP {:#x}) went to the error state: {}{}", name(), qp.qpn,
                             qp_type_name(qp.type), qp.attr.dest_qp_num, why,
                             held_back ? fmt::format(" ({} more QPs or CQs failed in the last second)", held_back) : "");
@@ -480,7 +477,7 @@ bool nic_node::flush(queue_pair& qp) {
     if (qp.responder.receive != receive_state::none) {
         qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
         flush_receive(qp.responder.recv_work);
-        set_state(qp, receive_state::none);
+        _responder.set_state(qp, receive_state::none);
         did_work = true;
     }
     const std::uint32_t recv_producer = qp.control->recv.producer.load(std::memory_order_acquire);

@@ -1,6 +1,7 @@
-// The emulated RDMA NIC: one Ethernet port, a GID table like Soft-RoCE's, and the RC transport
-// engines (requester, responder, completer; IBA chapter 9) over queues that live in shared
-// memory with the application.
+// The emulated RDMA NIC: one Ethernet port, a GID table like Soft-RoCE's, the verbs' resources
+// over queues that live in shared memory with the application, and a dispatcher that hands each
+// QP's packets and polls to its transport engines (requester.hpp, completer.hpp, responder.hpp;
+// IBA chapter 9), which reach back through transport_port.
 //
 // Threading: every method runs on the data-plane thread. The control plane reaches the
 // resource methods (create_qp, modify_qp, ...) through the driver's mailbox.
@@ -19,6 +20,7 @@
 #include "nic_emu/gsi_queue.hpp"
 #include "nic_emu/requester.hpp"
 #include "nic_emu/resources.hpp"
+#include "nic_emu/responder.hpp"
 #include "nic_emu/transport_context.hpp"
 
 #include <infiniband/verbs.h>
@@ -159,17 +161,38 @@ public:
     void set_next_qpn_for_test(std::uint32_t qpn) { _next_qpn = qpn & wire::mask24; }
 
 private:
-    // responder.cpp: requests ahead of a PSN gap (reorder_buffer.hpp). A held frame stays out
-    // of receive()'s hands through _transport.current_frame_kept.
-    bool hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
-                    sim_time now);
-    void report_gap(queue_pair& qp, sim_time now); // the sequence NAK, once per gap
-    void drain_early(queue_pair& qp, sim_time now);
-    bool check_gap(queue_pair& qp, sim_time now);
-    void release_early(queue_pair& qp);
-
+    // -- transport_port: what the engines ask of the NIC (transport_context.hpp) ---------------
+    // completions and async events (nic_node.cpp)
+    bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited) override;
+    void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle) override;
+    void enter_error(queue_pair& qp, const char* why) override;
     void fail_send_queue(queue_pair& qp) override;
+    bool flush_dma() override { return _responder.flush_dma(); }
+    // resources (nic_control.cpp)
+    const memory_region* local_mr(std::uint32_t lkey, std::uint32_t pd, std::uint64_t address, std::uint64_t length,
+                                  std::uint32_t needed_access) const override;
+    const memory_region* remote_mr(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va, std::uint64_t length,
+                                   std::uint32_t needed_access) const override;
+    address_space* context_memory(std::uint32_t context) const override {
+        const auto it = _contexts.find(context);
+        return it == _contexts.end() ? nullptr : it->second.memory.get();
+    }
+    const address_handle* find_address_handle(std::uint32_t handle) const override {
+        const auto it = _ahs.find(handle);
+        return it == _ahs.end() ? nullptr : &it->second;
+    }
+    // the port
+    rte_mbuf* start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length,
+                          std::uint8_t*& payload) override;
+    void finish_frame(rte_mbuf* frame, sim_time now) override;
+    sim_time link_busy_until() const override { return busy_until(0); }
+
+    // The one place a QP's state (IBA 10.3.1) changes; a change is traced at debug level.
+    void set_qp_state(queue_pair& qp, ibv_qp_state next);
+    // IBA 10.3.1: SQE and ERR complete what the send queue (and in ERR the receive queue) holds
+    // with flush errors.
     bool flush_send_queue(queue_pair& qp);
+    bool flush(queue_pair& qp);
     // The IP TTL / hop limit of packets to `dgid`. Like the kernel's ib_resolve_eth_dmac(), which
     // replaces the hop limit a program gives (ibv_rc_pingpong asks for 1) with the host route's
     // for a unicast RoCEv2 destination: 64, Linux's default. Multicast keeps the requested one.
@@ -178,74 +201,16 @@ private:
                                (dgid.bytes[10] == 0xff && dgid.bytes[11] == 0xff && (dgid.bytes[12] & 0xf0) == 0xe0);
         return multicast ? requested : 64;
     }
-    // responder.cpp
-    void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
-    // An ACK or NAK of a QP whose writes are still staged waits for them (dma_batch.hpp).
-    void send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now);
-    // Checks a RETH (RC and UC RDMA WRITE FIRST/ONLY) and starts the write; false (counted)
-    // when the QP's access flags or the rkey do not allow it.
-    bool begin_remote_write(queue_pair& qp, const wire::reth& reth);
-    bool take_receive_wqe(queue_pair& qp);
-    // A request's payload into a receive WQE; `psn` is the request's.
-    bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset, const std::uint8_t* data,
-                               std::size_t length, std::uint32_t psn, ibv_wc_status& status);
-    // The first PSN of a message of `bytes` that ended at `last_psn`: every packet but the last
-    // carries a whole MTU (IBA 9.7.5.1.3).
-    static std::uint32_t first_psn_of(const queue_pair& qp, std::uint32_t last_psn, std::uint64_t bytes) {
-        const std::uint64_t packets = bytes == 0 ? 1 : (bytes + qp.mtu_bytes - 1) / qp.mtu_bytes;
-        return wire::psn_add(last_psn,
-                             static_cast<std::uint32_t>((wire::psn_mask + 1 - (packets - 1)) & wire::psn_mask));
-    }
-    // uc_ud_transport.cpp: the unreliable transports (IBA 9.4 UC, 9.8 UD) and SRQ receive WQEs.
-    void handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet);
-    void handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet);
-    bool take_srq_wqe(queue_pair& qp);
-    // Makes the staged writes, then posts the completions and sends the acknowledgements that
-    // waited for them; a QP whose write failed gets error completions and its NAK instead.
-    bool flush_dma() override;
-    // responder_read_atomic.cpp: RDMA READ and atomic requests (IBA 9.7.5.1.4-6, rxe_resp.c).
-    void handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
-    void handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
-    // Sends the READ responses and atomic ACKs that are due, in PSN order, as the link allows.
-    bool run_read_atomic_responder(queue_pair& qp, sim_time now);
-    bool read_atomic_responses_pending(const queue_pair& qp) const;
-    // completions and async events (nic_node.cpp)
-    bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited) override;
-    void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
-    void enter_error(queue_pair& qp, const char* why) override;
-    // The one place a QP's state (IBA 10.3.1) changes; a change is traced at debug level.
-    void set_qp_state(queue_pair& qp, ibv_qp_state next);
-    // The states of the engines that are not classes of their own yet, traced as the others.
-    void set_state(queue_pair& qp, responder_state next) {
-        _transport.transition(qp, "responder", qp.responder.state, next);
-    }
-    void set_state(queue_pair& qp, receive_state next) {
-        _transport.transition(qp, "receive WQE", qp.responder.receive, next);
-    }
-    bool flush(queue_pair& qp);
-
-    // transport_port
-    const memory_region* local_mr(std::uint32_t lkey, std::uint32_t pd, std::uint64_t address, std::uint64_t length,
-                                  std::uint32_t needed_access) const override;
-    const memory_region* remote_mr(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va, std::uint64_t length,
-                                   std::uint32_t needed_access) const override;
-    const address_handle* find_address_handle(std::uint32_t handle) const override {
-        const auto it = _ahs.find(handle);
-        return it == _ahs.end() ? nullptr : &it->second;
-    }
-    rte_mbuf* start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length,
-                          std::uint8_t*& payload) override;
-    void finish_frame(rte_mbuf* frame, sim_time now) override;
-    sim_time link_busy_until() const override { return busy_until(0); }
 
     nic_spec _spec;
     neighbour_resolver _resolve;
     std::array<wire::ipv6_address, gid_count> _gids;
     std::uint64_t _node_guid;
-    // What the engines share (transport_context.hpp), and the engines that are classes of their own.
+    // What the engines share (transport_context.hpp), and the engines.
     transport_context _transport{*this, _spec, name()};
     requester _requester{_transport, _completer};
     completer _completer{_transport, _requester};
+    responder _responder{_transport};
     std::unique_ptr<gsi_queue> _gsi = std::make_unique<gsi_queue>();
     void receive_gsi(const wire::parsed_roce& packet);
     std::uint32_t _gsi_psn = 0;
@@ -266,9 +231,7 @@ private:
     std::unordered_map<std::uint32_t, queue_pair*> _qps_by_number;
     std::unordered_map<std::uint32_t, address_handle> _ahs;               // by handle
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
-    std::array<write_origin, dma_batch::max_segments> _failed_writes;     // flush_dma's, kept to spare it the setup
-    sim_time _latest = 0;           // the latest time receive() or poll() was given: when flush_dma() answers
-    log::event_throttle _error_log; // QPs and CQs a program can fail at will
+    log::event_throttle _error_log;                                       // QPs and CQs a program can fail at will
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
     pause_timers _pauses;
     // The receive buffer of a slow receiver (nic_spec::host_rx_bps) and the PFC it sends:
@@ -337,7 +300,6 @@ private:
     // Each engine answers for itself (requester.cpp, completer.cpp, responder.cpp); the QP's
     // deadline is the earliest.
     sim_time qp_deadline(const queue_pair& qp) const;
-    sim_time responder_deadline(const queue_pair& qp) const;
     // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
     // (reaction point).
     void on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);

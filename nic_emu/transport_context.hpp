@@ -39,6 +39,8 @@ public:
     virtual const memory_region* remote_mr(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va, std::uint64_t length,
                                            std::uint32_t needed_access) const = 0;
     virtual bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited) = 0;
+    // An affiliated asynchronous event for the program that opened `context` (IBA 11.6.3).
+    virtual void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle) = 0;
     // `why` is logged (a QP the program moves to ERR itself at debug level, others as warnings).
     virtual void enter_error(queue_pair& qp, const char* why) = 0;
     // Makes the staged writes, then posts the completions and sends the acknowledgements that
@@ -46,6 +48,8 @@ public:
     virtual bool flush_dma() = 0;
     // A send WQE failed: RC goes to ERR, UC and UD to SQE (IBA 10.3.1).
     virtual void fail_send_queue(queue_pair& qp) = 0;
+    // The memory of the program that opened `context` (nullptr once it is closed).
+    virtual address_space* context_memory(std::uint32_t context) const = 0;
     // The address handle a UD send names, if the NIC has it.
     virtual const address_handle* find_address_handle(std::uint32_t handle) const = 0;
 
@@ -93,6 +97,7 @@ struct transport_context {
     held_packet_store held;
     rte_mbuf* current_frame = nullptr; // the frame receive() is handling, for dma.hold()
     bool current_frame_kept = false;   // ... and now held in a reorder buffer
+    sim_time latest = 0;               // the latest time receive() or poll() was given: when flush_dma() answers
 
     // How long a gap may stay open before the sequence NAK asks for what is missing: longer
     // than the skew of a sprayed fabric (and the 10 us of the lossy example's reorder_delay),
