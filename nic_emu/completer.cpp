@@ -2,7 +2,9 @@
 // WQEs into the send CQ, and owns the transport and RNR timers. READ responses and atomic
 // ACKs: completer_read_atomic.cpp.
 
-#include "nic_emu/nic_node.hpp"
+#include "nic_emu/completer.hpp"
+
+#include "nic_emu/requester.hpp"
 
 namespace rocefab::nic {
 
@@ -30,13 +32,13 @@ ibv_wc_opcode completion_opcode(std::uint8_t wr_opcode) {
 
 } // namespace
 
-void nic_node::complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status) {
+void completer::complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status) {
     const bool signaled = (work.wqe.flags & hw::wqe_flag::signaled) || qp.sq_sig_all;
     if (status == IBV_WC_SUCCESS && !signaled) return;
     if (status == IBV_WC_WR_FLUSH_ERR)
-        ++_counters.req_cqe_flush_error;
+        ++_context.counters.req_cqe_flush_error;
     else if (status != IBV_WC_SUCCESS)
-        ++_counters.req_cqe_error;
+        ++_context.counters.req_cqe_error;
     hw::cqe e{};
     e.wr_id = work.wqe.wr_id;
     e.status = status;
@@ -44,11 +46,11 @@ void nic_node::complete_send(queue_pair& qp, const send_work& work, ibv_wc_statu
     e.qp_num = qp.qpn;
     e.byte_len = is_read_or_atomic(work.wqe.opcode) ? static_cast<std::uint32_t>(work.length) : 0;
     // After the READ data or atomic result it reports, if those are still staged.
-    stage_completion(qp, *qp.send_cq, e, false, work.first_psn,
-                     wire::psn_add(work.first_psn, work.packets ? work.packets - 1 : 0));
+    _context.stage_completion(qp, *qp.send_cq, e, false, work.first_psn,
+                              wire::psn_add(work.first_psn, work.packets ? work.packets - 1 : 0));
 }
 
-void nic_node::retire_oldest(queue_pair& qp) {
+void completer::retire_oldest(queue_pair& qp) {
     // Free the slot before the completion is visible: a program that polls it may post again at
     // once (rxe's do_complete orders them the same way).
     ++qp.requester.sq_retired;
@@ -67,7 +69,7 @@ void nic_node::retire_oldest(queue_pair& qp) {
     }
 }
 
-void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
+void completer::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
     const std::uint32_t mask = qp.send_size - 1;
     bool progressed = false;
     while (qp.requester.sq_retired != qp.requester.sq_started) {
@@ -92,7 +94,7 @@ void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_
     }
     // An ACK beyond where a rewind left the requester makes resending those packets pointless.
     if (wire::psn_diff(qp.requester.next_psn, wire::psn_add(acked_psn, 1)) < 0)
-        rewind_to(qp, wire::psn_add(acked_psn, 1));
+        _requester.rewind_to(qp, wire::psn_add(acked_psn, 1));
     if (progressed) {
         qp.completer.retries_left = qp.attr.retry_cnt;
         const bool outstanding = qp.requester.sq_retired != qp.requester.sq_started;
@@ -100,9 +102,9 @@ void nic_node::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_
     }
 }
 
-void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
+void completer::handle(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD && qp.state != IBV_QPS_SQE) {
-        ++_counters.rx_qp_state_drops;
+        ++_context.counters.rx_qp_state_drops;
         return;
     }
     if (packet.info->has(wire::opcode_mask::read) || packet.info->has(wire::opcode_mask::atomic_ack_eth)) {
@@ -110,13 +112,13 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
         return;
     }
     if (!packet.aeth_header) {
-        ++_counters.port_rcv_errors;
+        ++_context.counters.port_rcv_errors;
         return;
     }
     const std::uint32_t psn = packet.bth_header->psn();
     // Only PSNs of packets actually sent and not yet acknowledged mean anything (IBA 9.7.5.2.1).
     if (wire::psn_diff(psn, qp.requester.psn_frontier) >= 0 || wire::psn_diff(psn, qp.completer.last_acked_psn) < 0) {
-        ++_counters.duplicate_request;
+        ++_context.counters.duplicate_request;
         return;
     }
     const std::uint8_t syndrome = packet.aeth_header->syndrome();
@@ -125,7 +127,7 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     // (IBA 9.7.5.2.8). One naming a PSN already acknowledged (by a READ response or atomic ACK
     // that overtook it, or a late duplicate) is stale: the retry it asks for has happened.
     if (!wire::aeth_syndrome::is_ack(syndrome) && wire::psn_diff(psn, qp.completer.last_acked_psn) <= 0) {
-        ++_counters.duplicate_request;
+        ++_context.counters.duplicate_request;
         return;
     }
 
@@ -149,23 +151,23 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
     auto fail_current = [&](ibv_wc_status status) {
         requester_record& req = qp.requester;
         if (req.sq_retired != req.sq_started) req.started_work[req.sq_retired & mask].status = status;
-        enter_error(qp, wire::aeth_syndrome::is_nak(syndrome)
-                            ? wire::to_string(wire::aeth_syndrome::nak_code_of(syndrome))
-                            : "RNR retry count exceeded");
+        _context.port.enter_error(qp, wire::aeth_syndrome::is_nak(syndrome)
+                                          ? wire::to_string(wire::aeth_syndrome::nak_code_of(syndrome))
+                                          : "RNR retry count exceeded");
     };
 
     if (wire::aeth_syndrome::is_rnr_nak(syndrome)) {
-        ++_counters.rnr_nak_received;
+        ++_context.counters.rnr_nak_received;
         if (qp.attr.rnr_retry != 7) { // 7 means retry for ever (IBA 9.7.5.2.8)
             if (qp.completer.rnr_retries_left == 0) {
-                ++_counters.rnr_nak_retry_err;
+                ++_context.counters.rnr_nak_retry_err;
                 fail_current(IBV_WC_RNR_RETRY_EXC_ERR);
                 return;
             }
             --qp.completer.rnr_retries_left;
         }
         qp.requester.rnr_wait_until = now + rnr_wait(wire::aeth_syndrome::rnr_timer_of(syndrome));
-        rewind_to(qp, psn);
+        _requester.rewind_to(qp, psn);
         // The transport timer does not run while waiting out an RNR NAK.
         qp.completer.retransmit_deadline = never;
         return;
@@ -173,39 +175,39 @@ void nic_node::handle_response(queue_pair& qp, const wire::parsed_roce& packet, 
 
     switch (wire::aeth_syndrome::nak_code_of(syndrome)) {
     case wire::nak_code::psn_sequence_error:
-        ++_counters.packet_seq_err;
-        rewind_to(qp, psn);
+        ++_context.counters.packet_seq_err;
+        _requester.rewind_to(qp, psn);
         return;
     case wire::nak_code::remote_access_error:
-        ++_counters.req_remote_access_errors;
+        ++_context.counters.req_remote_access_errors;
         fail_current(IBV_WC_REM_ACCESS_ERR);
         return;
     case wire::nak_code::remote_operational_error: fail_current(IBV_WC_REM_OP_ERR); return;
     case wire::nak_code::invalid_request:
     case wire::nak_code::invalid_rd_request:
     default:
-        ++_counters.req_remote_invalid_request;
+        ++_context.counters.req_remote_invalid_request;
         fail_current(IBV_WC_REM_INV_REQ_ERR);
         return;
     }
 }
 
-bool nic_node::run_completer_timers(queue_pair& qp, sim_time now) {
-    const bool fired = check_timers(qp, now);
+bool completer::run_timers(queue_pair& qp, sim_time now) {
+    const bool fired = check_transport_timer(qp, now);
     if (qp.completer.response_gap_deadline <= now) give_up_waiting_for_responses(qp, now);
     return fired;
 }
 
-sim_time nic_node::completer_deadline(const queue_pair& qp) const {
+sim_time completer::deadline(const queue_pair& qp) const {
     sim_time earliest = std::min(qp.completer.retransmit_deadline, qp.completer.response_gap_deadline);
-    // A stopped transport timer with requests outstanding is re-armed by check_timers().
+    // A stopped transport timer with requests outstanding is re-armed by check_transport_timer().
     if (qp.type == IBV_QPT_RC && qp.completer.retransmit_deadline == never && qp.ack_timeout &&
         qp.requester.sq_retired != qp.requester.sq_started && (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
         earliest = std::min(earliest, qp.requester.rnr_wait_until);
     return earliest;
 }
 
-bool nic_node::check_timers(queue_pair& qp, sim_time now) {
+bool completer::check_transport_timer(queue_pair& qp, sim_time now) {
     // IBA 9.7.6.1.3: the transport timer runs whenever requests are unacknowledged. Paths that
     // stop it (an RNR wait, a rewind that finds nothing to resend) must not leave it stopped, or
     // the QP waits for ever: re-arm it once any RNR wait is over.
@@ -224,15 +226,15 @@ bool nic_node::check_timers(queue_pair& qp, sim_time now) {
     }
     // IBA 9.7.6.1.3: the transport timer expired; resend from the oldest unacknowledged PSN,
     // at most retry_cnt times.
-    ++_counters.local_ack_timeout_err;
+    ++_context.counters.local_ack_timeout_err;
     if (qp.completer.retries_left == 0) {
         qp.requester.started_work[qp.requester.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
-        enter_error(qp, "transport retry count exceeded (no acknowledgement)");
+        _context.port.enter_error(qp, "transport retry count exceeded (no acknowledgement)");
         return true;
     }
     --qp.completer.retries_left;
     set_state(qp, completer_state::ready); // the retry an implied NAK started may itself be lost
-    rewind_to(qp, wire::psn_add(qp.completer.last_acked_psn, 1));
+    _requester.rewind_to(qp, wire::psn_add(qp.completer.last_acked_psn, 1));
     qp.completer.retransmit_deadline = now + qp.ack_timeout;
     return true;
 }

@@ -4,21 +4,23 @@
 // unanswered READ or atomic means its responses were lost (implied NAK, IBA 9.7.5.2.3), and
 // the requester asks again from the first missing PSN.
 
-#include "nic_emu/nic_node.hpp"
+#include "nic_emu/completer.hpp"
+
+#include "nic_emu/requester.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 namespace rocefab::nic {
 
-bool nic_node::scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std::uint64_t offset, std::uint8_t* data,
-                                    std::size_t length) {
+bool completer::scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std::uint64_t offset, std::uint8_t* data,
+                                     std::size_t length) {
     ibv_wc_status unused;
-    return stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data, length,
-                         unused, write_origin::local(qp));
+    return _context.stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data,
+                                  length, unused, write_origin::local(qp));
 }
 
-bool nic_node::implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::uint32_t& resume) const {
+bool completer::implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::uint32_t& resume) const {
     const std::uint32_t mask = qp.send_size - 1;
     for (std::uint32_t i = qp.requester.sq_retired; i != qp.requester.sq_started; ++i) {
         const send_work& work = qp.requester.started_work[i & mask];
@@ -33,35 +35,35 @@ bool nic_node::implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::u
     return false;
 }
 
-bool nic_node::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
+bool completer::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now) {
     std::uint32_t resume;
     if (!implied_gap(qp, acked_psn, resume)) return false; // nothing skipped
     // Everything before the READ/atomic is acknowledged; its missing responses are asked for
     // again, once per loss (a retry in progress ignores the stale responses still coming).
     retire_acknowledged(qp, wire::psn_add(resume, wire::psn_mask), now);
     if (qp.completer.state == completer_state::implied_retry) return true;
-    ++_counters.implied_nak_seq_err;
+    ++_context.counters.implied_nak_seq_err;
     if (qp.completer.retries_left == 0) {
         qp.requester.started_work[qp.requester.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
-        enter_error(qp, "transport retry count exceeded (READ or atomic responses missing)");
+        _context.port.enter_error(qp, "transport retry count exceeded (READ or atomic responses missing)");
         return true;
     }
     --qp.completer.retries_left;
     set_state(qp, completer_state::implied_retry);
-    rewind_to(qp, resume);
+    _requester.rewind_to(qp, resume);
     qp.completer.retransmit_deadline = qp.ack_timeout ? now + qp.ack_timeout : never;
     return true;
 }
 
-bool nic_node::wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_psn, const wire::parsed_roce* response,
-                                          sim_time now) {
+bool completer::wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_psn, const wire::parsed_roce* response,
+                                           sim_time now) {
     // A response or ACK past an unanswered READ/atomic: lost responses, or ones a sprayed fabric
     // delays. Like a ConnectX with out-of-order placement, wait reorder_grace for them before the
     // implied NAK asks again; a retry already under way is left to implied_nak().
     std::uint32_t resume;
     if (qp.completer.state == completer_state::implied_retry || !implied_gap(qp, acked_psn, resume)) return false;
     if (qp.completer.response_gap_deadline == never)
-        qp.completer.response_gap_deadline = now + reorder_grace;
+        qp.completer.response_gap_deadline = now + transport_context::reorder_grace;
     else if (qp.completer.response_gap_deadline <= now)
         return false; // waited long enough
     if (!qp.completer.waiting_ack_psn && !qp.completer.early_responses.held())
@@ -75,16 +77,16 @@ bool nic_node::wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_ps
     }
     const std::uint32_t psn = wire::psn_add(acked_psn, 1);
     if (wire::psn_diff(psn, resume) >= reorder_buffer::max_distance) return false;
-    if (qp.completer.early_responses.contains(_held, psn)) {
-        ++_counters.duplicate_request;
+    if (qp.completer.early_responses.contains(_context.held, psn)) {
+        ++_context.counters.duplicate_request;
         return true;
     }
-    if (!qp.completer.early_responses.hold(_held, psn, _current_frame, *response)) return false;
-    _current_frame_kept = true;
+    if (!qp.completer.early_responses.hold(_context.held, psn, _context.current_frame, *response)) return false;
+    _context.current_frame_kept = true;
     return true;
 }
 
-void nic_node::resume_after_missing_responses(queue_pair& qp, sim_time now) {
+void completer::resume(queue_pair& qp, sim_time now) {
     // Called by receive() once the frame it handled is done with (the DMA batch's frame protocol
     // allows one frame in hand at a time): the held responses that now follow in order are taken,
     // then the ACK that waited, which may find another gap and wait again.
@@ -93,10 +95,11 @@ void nic_node::resume_after_missing_responses(queue_pair& qp, sim_time now) {
     // WRITE) take PSNs that only an ACK or the next response acknowledges.
     held_packet e;
     std::uint32_t next, resume;
-    while (qp.state != IBV_QPS_ERR && qp.completer.early_responses.earliest(_held, qp.completer.last_acked_psn, next) &&
+    while (qp.state != IBV_QPS_ERR &&
+           qp.completer.early_responses.earliest(_context.held, qp.completer.last_acked_psn, next) &&
            !implied_gap(qp, wire::psn_add(next, wire::psn_mask), resume) &&
-           qp.completer.early_responses.take(_held, next, e)) {
-        handle_frame(e.frame, [&] { handle_read_atomic_response(qp, e.packet, now); });
+           qp.completer.early_responses.take(_context.held, next, e)) {
+        _context.handle_frame(e.frame, [&] { handle_read_atomic_response(qp, e.packet, now); });
         progressed = true;
     }
     if (qp.state == IBV_QPS_ERR) return;
@@ -110,22 +113,23 @@ void nic_node::resume_after_missing_responses(queue_pair& qp, sim_time now) {
         !implied_gap(qp, qp.completer.gap_evidence_psn, resume))
         qp.completer.response_gap_deadline = never; // every gap filled
     else if (progressed)
-        qp.completer.response_gap_deadline = now + reorder_grace; // what is still missing gets its own grace
+        qp.completer.response_gap_deadline =
+            now + transport_context::reorder_grace; // what is still missing gets its own grace
 }
 
-void nic_node::give_up_waiting_for_responses(queue_pair& qp, sim_time now) {
+void completer::give_up_waiting_for_responses(queue_pair& qp, sim_time now) {
     qp.completer.response_gap_deadline = never;
-    qp.completer.early_responses.release_all(_held);
+    qp.completer.early_responses.release_all(_context.held);
     qp.completer.waiting_ack_psn.reset();
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
     // The missing responses did not come: what arrived past them says they were lost.
     implied_nak(qp, qp.completer.gap_evidence_psn, now);
 }
 
-void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
+void completer::handle_read_atomic_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
     const std::uint32_t psn = packet.bth_header->psn();
     if (wire::psn_diff(psn, qp.requester.psn_frontier) >= 0 || wire::psn_diff(psn, qp.completer.last_acked_psn) <= 0) {
-        ++_counters.duplicate_request; // a response already taken, or to nothing sent
+        ++_context.counters.duplicate_request; // a response already taken, or to nothing sent
         return;
     }
     // A response acknowledges every request before it (IBA 9.7.5.2.2), unless it skips
@@ -140,12 +144,12 @@ void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_ro
     send_work& work = qp.requester.started_work[qp.requester.sq_retired & mask];
     const std::int32_t into = wire::psn_diff(psn, work.first_psn);
     if (!is_read_or_atomic(work.wqe.opcode) || into < 0 || into >= static_cast<std::int32_t>(work.packets)) {
-        ++_counters.port_rcv_errors; // a response to no READ or atomic
+        ++_context.counters.port_rcv_errors; // a response to no READ or atomic
         return;
     }
     auto fail = [&](ibv_wc_status status) {
         work.status = status;
-        enter_error(qp, "a READ response or atomic acknowledgement could not be delivered");
+        _context.port.enter_error(qp, "a READ response or atomic acknowledgement could not be delivered");
     };
     const wire::opcode_info& op = *packet.info;
     const bool atomic_wqe = work.wqe.opcode != IBV_WR_RDMA_READ;
@@ -162,7 +166,7 @@ void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_ro
         const std::uint64_t value = packet.atomic_ack_eth_header->original.load();
         std::memcpy(original, &value, sizeof value);
         if (!scatter_to_send_sges(qp, work.wqe, 0, original, sizeof value)) {
-            ++_counters.local_protection_errors;
+            ++_context.counters.local_protection_errors;
             fail(IBV_WC_LOC_PROT_ERR);
             return;
         }
@@ -180,7 +184,7 @@ void nic_node::handle_read_atomic_response(queue_pair& qp, const wire::parsed_ro
         }
         if (expected && !scatter_to_send_sges(qp, work.wqe, offset, const_cast<std::uint8_t*>(packet.payload),
                                               packet.payload_length)) {
-            ++_counters.local_protection_errors;
+            ++_context.counters.local_protection_errors;
             fail(IBV_WC_LOC_PROT_ERR);
             return;
         }

@@ -1,7 +1,7 @@
 // What the transport engines keep for each QP (IBA 9.7), one record an engine, as rxe keeps
 // qp->req, qp->resp and qp->comp: the requester's, the completer's and the responder's. Each
 // engine's place in its state machine is an explicit state with a name (for the debug trace of
-// its transitions, nic_node::set_state) instead of a set of flags; data that only means something
+// its transitions, each engine's set_state) instead of a set of flags; data that only means something
 // in some states is an optional that holds it exactly then.
 #pragma once
 

@@ -15,11 +15,11 @@ namespace rocefab::nic {
 
 void nic_node::loop_back(rte_mbuf* frame, sim_time now) {
     if (_loopback.held() == loopback_ring::slots) {
-        ++_counters.loopback_discards;
+        ++_transport.counters.loopback_discards;
         rte_pktmbuf_free(frame);
         return;
     }
-    ++_counters.loopback_packets;
+    ++_transport.counters.loopback_packets;
     if (_loopback_tap) _loopback_tap->on_frame(now, frame_bytes(frame));
     _loopback.frames[_loopback.tail++ & (loopback_ring::slots - 1)] = frame;
 }

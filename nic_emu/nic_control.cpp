@@ -235,7 +235,7 @@ std::vector<nic_node::qp_view> nic_node::queue_pairs(sim_time now) const {
         v.rq_consumed = qp->responder.rq_consumed;
         v.timer_armed = qp->completer.retransmit_deadline != never;
         v.waiting_rnr = now < qp->requester.rnr_wait_until;
-        v.responses_pending = qp->responder.deferred_ack || read_atomic_responses_pending(*qp);
+        v.responses_pending = qp->responder.deferred_ack || _responder.responses_pending(*qp);
         dcqcn_rate rate = *qp->rate; // brought up to now on a copy: reading must not move the QP
         rate.advance(now);
         v.rate_limited = rate.limited();
@@ -272,7 +272,7 @@ std::uint32_t nic_node::open_context(std::unique_ptr<address_space> memory, int 
 void nic_node::close_context(std::uint32_t context) {
     auto it = _contexts.find(context);
     if (it == _contexts.end()) return;
-    flush_dma(); // nothing staged may outlive the objects it names
+    _responder.flush_dma(); // nothing staged may outlive the objects it names
     // Children first, as the kernel's uverbs cleanup does: QPs, CQs, channels, MRs, PDs.
     std::vector<std::uint32_t> handles;
     for (const auto& [h, qp] : _qps)
@@ -367,7 +367,7 @@ int nic_node::reg_mr(std::uint32_t context, std::uint32_t pd, std::uint64_t addr
 }
 
 int nic_node::dereg_mr(std::uint32_t context, std::uint32_t handle) {
-    flush_dma();
+    _responder.flush_dma();
     auto it = _mr_handles.find(handle);
     if (it == _mr_handles.end() || _mrs_by_lkey.at(it->second).context != context) return EINVAL;
     _mrs_by_lkey.erase(it->second);
@@ -443,7 +443,7 @@ int nic_node::create_cq(std::uint32_t context, std::uint32_t slots, std::uint32_
 }
 
 int nic_node::destroy_cq(std::uint32_t context, std::uint32_t handle) {
-    flush_dma();
+    _responder.flush_dma();
     auto it = _cqs.find(handle);
     if (it == _cqs.end() || it->second->context != context) return EINVAL;
     for (const auto& [h, qp] : _qps)
@@ -532,11 +532,11 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
 }
 
 int nic_node::destroy_qp(std::uint32_t context, std::uint32_t handle) {
-    flush_dma();
+    _responder.flush_dma();
     auto it = _qps.find(handle);
     if (it == _qps.end() || it->second->context != context) return EINVAL;
     queue_pair* qp = it->second.get();
-    release_early(*qp);
+    _responder.release_early(*qp);
     _qps_by_number.erase(qp->qpn);
     _active_qps.erase(std::remove(_active_qps.begin(), _active_qps.end(), qp), _active_qps.end());
     _round_robin = 0;
@@ -677,24 +677,24 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.control->recv.consumer.store(0, std::memory_order_relaxed);
             qp.requester.sq_retired = qp.requester.sq_started = qp.requester.sq_current = qp.responder.rq_consumed = 0;
             qp.requester.sq_offset = 0;
-            set_state(qp, receive_state::none);
+            _responder.set_state(qp, receive_state::none);
             qp.responder.write.reset();
-            set_state(qp, responder_state::in_sequence);
-            release_early(qp);
+            _responder.set_state(qp, responder_state::in_sequence);
+            _responder.release_early(qp);
             qp.completer.retransmit_deadline = never;
             qp.responder.msn = 0;
             qp.responder.rd_atomic = {};
             qp.responder.rd_atomic_head = 0;
             qp.responder.deferred_ack.reset();
-            set_state(qp, completer_state::ready);
+            _completer.set_state(qp, completer_state::ready);
         }
         // IBA 10.3.1 (SQ Drain): with en_sqd_async_notify the QP reports IBV_EVENT_SQ_DRAINED
         // once every WQE started before the transition has completed.
         if (next == IBV_QPS_SQD && qp.state != IBV_QPS_SQD && (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
             attr.en_sqd_async_notify)
-            set_state(qp, requester_state::draining);
+            _requester.set_state(qp, requester_state::draining);
         else if (next != IBV_QPS_SQD || qp.requester.state == requester_state::draining)
-            set_state(qp, requester_state::ready); // a drain not asked to notify, or left, raises nothing
+            _requester.set_state(qp, requester_state::ready); // a drain not asked to notify, or left, raises nothing
         set_qp_state(qp, next);
         if (next == IBV_QPS_ERR) enter_error(qp, "modified to ERR by the program");
     }

@@ -21,14 +21,14 @@ rte_mbuf* nic_node::start_frame(const wire::roce_headers_spec& spec, std::size_t
     const std::size_t length = wire::roce_frame_length(spec, payload_length);
     rte_mbuf* m = allocate_frame();
     if (!m) {
-        ++_counters.tx_no_buffer;
+        ++_transport.counters.tx_no_buffer;
         return nullptr;
     }
     const std::size_t on_wire = std::max(length, wire::ethernet_min_frame_length);
     auto* data = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, static_cast<std::uint16_t>(on_wire)));
     if (!data || length == 0) {
         rte_pktmbuf_free(m);
-        ++_counters.tx_no_buffer;
+        ++_transport.counters.tx_no_buffer;
         return nullptr;
     }
     const std::size_t header = wire::write_roce_headers(data, spec, payload_length);
@@ -56,8 +56,8 @@ void nic_node::finish_frame(rte_mbuf* frame, sim_time now) {
     layout.ipv6 = frame->l3_len == sizeof(wire::ipv6_header);
     if (layout.length < on_wire) std::memset(data + layout.length, 0, on_wire - layout.length);
     wire::seal_roce_frame(data, layout);
-    ++_counters.port_xmit_packets;
-    _counters.port_xmit_data += on_wire;
+    ++_transport.counters.port_xmit_packets;
+    _transport.counters.port_xmit_data += on_wire;
     if (reinterpret_cast<const wire::ethernet_header*>(data)->destination == _spec.mac) {
         loop_back(frame, now);
         return;
@@ -73,7 +73,7 @@ void nic_node::finish_frame(rte_mbuf* frame, sim_time now) {
 void nic_node::receive_gsi(const wire::parsed_roce& packet) {
     if (packet.info->transport != wire::ib_transport::ud || !packet.deth_header || packet.payload_length != mad_size ||
         packet.deth_header->qkey.load() != gsi_qkey) {
-        ++_counters.gsi_rx_dropped;
+        ++_transport.counters.gsi_rx_dropped;
         return;
     }
     gsi_datagram d;
@@ -84,10 +84,10 @@ void nic_node::receive_gsi(const wire::parsed_roce& packet) {
     d.pkey = packet.bth_header->pkey();
     std::memcpy(d.mad.data(), packet.payload, mad_size);
     if (!_gsi->push(d)) {
-        ++_counters.gsi_rx_dropped;
+        ++_transport.counters.gsi_rx_dropped;
         return;
     }
-    ++_counters.gsi_rx_mads;
+    ++_transport.counters.gsi_rx_mads;
 }
 
 int nic_node::send_mad(const wire::ipv6_address& destination, std::uint32_t dest_qpn, std::uint32_t qkey,
@@ -117,14 +117,14 @@ int nic_node::send_mad(const wire::ipv6_address& destination, std::uint32_t dest
     if (!frame) return ENOBUFS;
     std::memcpy(payload, mad.data(), mad_size);
     finish_frame(frame, now);
-    ++_counters.gsi_tx_mads;
+    ++_transport.counters.gsi_tx_mads;
     return 0;
 }
 
 // ---- receive -------------------------------------------------------------------------------------
 
 void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
-    _latest = std::max(_latest, now);
+    _transport.latest = std::max(_transport.latest, now);
     const auto bytes = frame_bytes(frame);
     if (bytes.size() >= sizeof(wire::ethernet_header)) {
         const auto* eth = reinterpret_cast<const wire::ethernet_header*>(bytes.data());
@@ -135,7 +135,7 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         }
         if (buffer_received(frame, now)) return; // a slow receiver: the host takes it later
         if (!(eth->destination == _spec.mac)) {
-            ++_counters.rx_dropped_not_for_us;
+            ++_transport.counters.rx_dropped_not_for_us;
             rte_pktmbuf_free(frame);
             return;
         }
@@ -144,16 +144,16 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
     const wire::parse_error error = wire::parse_roce_frame(bytes, packet);
     if (error != wire::parse_error::none) {
         if (error == wire::parse_error::bad_icrc)
-            ++_counters.rx_icrc_encapsulated;
+            ++_transport.counters.rx_icrc_encapsulated;
         else
-            ++_counters.port_rcv_errors;
+            ++_transport.counters.port_rcv_errors;
         rte_pktmbuf_free(frame);
         return;
     }
-    ++_counters.port_rcv_packets;
-    _counters.port_rcv_data += bytes.size();
+    ++_transport.counters.port_rcv_packets;
+    _transport.counters.port_rcv_data += bytes.size();
     if (!(packet.destination_gid == _gids[0]) && !(packet.destination_gid == _gids[1])) {
-        ++_counters.rx_dropped_not_for_us;
+        ++_transport.counters.rx_dropped_not_for_us;
         rte_pktmbuf_free(frame);
         return;
     }
@@ -164,7 +164,7 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
     }
     auto it = _qps_by_number.find(packet.bth_header->dest_qpn());
     if (it == _qps_by_number.end()) {
-        ++_counters.rx_unknown_qp;
+        ++_transport.counters.rx_unknown_qp;
         rte_pktmbuf_free(frame);
         return;
     }
@@ -180,47 +180,44 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
                                    (transport == wire::ib_transport::uc && qp.type == IBV_QPT_UC) ||
                                    (transport == wire::ib_transport::ud && qp.type == IBV_QPT_UD);
     if (!transport_matches) {
-        ++_counters.rx_transport_mismatch;
+        ++_transport.counters.rx_transport_mismatch;
         rte_pktmbuf_free(frame);
         return;
     }
     // IBA 9.6.1.5: a connected QP's packet must come from its peer; UD takes any source.
     if (qp.state == IBV_QPS_RESET || qp.state == IBV_QPS_INIT ||
         (qp.type != IBV_QPT_UD && !(packet.source_gid == qp.headers.destination_gid))) {
-        ++_counters.rx_qp_state_drops;
+        ++_transport.counters.rx_qp_state_drops;
         rte_pktmbuf_free(frame);
         return;
     }
     if (packet.ecn == wire::ecn::ce) on_congestion_experienced(qp, packet, now);
-    const bool kept = handle_frame(frame, [&] {
-        if (qp.type == IBV_QPT_UC)
-            handle_uc_request(qp, packet);
-        else if (qp.type == IBV_QPT_UD)
-            handle_ud_request(qp, packet);
-        else if (packet.info->has(wire::opcode_mask::response))
-            handle_response(qp, packet, now);
+    // By opcode (IBA 9.2.1): RC responses go to the completer, everything else is a request.
+    const bool kept = _transport.handle_frame(frame, [&] {
+        if (qp.type == IBV_QPT_RC && packet.info->has(wire::opcode_mask::response))
+            _completer.handle(qp, packet, now);
         else
-            handle_request(qp, packet, now);
+            _responder.handle(qp, packet, now);
     });
     if (kept) return; // held ahead of a gap (reorder_buffer.hpp): nothing follows it yet
     // Packets held ahead of a gap the frame may have filled (reorder_buffer.hpp).
-    if (qp.responder.early.held()) drain_early(qp, now);
-    if (qp.completer.early_responses.held() || qp.completer.waiting_ack_psn) resume_after_missing_responses(qp, now);
+    if (qp.responder.early.held()) _responder.resume(qp, now);
+    if (qp.completer.early_responses.held() || qp.completer.waiting_ack_psn) _completer.resume(qp, now);
 }
 
 void nic_node::on_pfc(std::span<const std::uint8_t> frame, sim_time now) {
-    ++_counters.rx_pfc_frames;
+    ++_transport.counters.rx_pfc_frames;
     std::uint8_t enable = 0;
     std::array<std::uint16_t, 8> quanta{};
     if (!wire::parse_pfc_frame(frame, enable, quanta)) return; // an 802.3x PAUSE or malformed
-    _pauses.on_frame(enable, quanta, _spec.speed_bps, now, _counters.rx_prio_pause,
-                     _counters.rx_prio_pause_duration_us);
+    _pauses.on_frame(enable, quanta, _spec.speed_bps, now, _transport.counters.rx_prio_pause,
+                     _transport.counters.rx_prio_pause_duration_us);
 }
 
 // ---- DCQCN (dcqcn.hpp) ---------------------------------------------------------------------------
 
 void nic_node::on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
-    ++_counters.np_ecn_marked_roce_packets;
+    ++_transport.counters.np_ecn_marked_roce_packets;
     if (!(_spec.dcqcn_np_priorities & (1u << priority_of(packet)))) return;
     // A UD datagram's sender is named per packet (DETH), not by the QP: no CNP for it here.
     if (qp.type == IBV_QPT_UD || !qp.notifier->should_notify(now)) return;
@@ -233,16 +230,16 @@ void nic_node::on_congestion_experienced(queue_pair& qp, const wire::parsed_roce
     rte_mbuf* frame = start_frame(spec, wire::cnp_payload_length, payload);
     if (!frame) return;
     std::memset(payload, 0, wire::cnp_payload_length);
-    ++_counters.np_cnp_sent;
+    ++_transport.counters.np_cnp_sent;
     finish_frame(frame, now);
 }
 
 void nic_node::on_cnp(queue_pair& qp, sim_time now) {
-    if (qp.type == IBV_QPT_UD || !(_spec.dcqcn_rp_priorities & (1u << priority_of(qp)))) {
-        ++_counters.rp_cnp_ignored;
+    if (qp.type == IBV_QPT_UD || !(_spec.dcqcn_rp_priorities & (1u << _transport.priority_of(qp)))) {
+        ++_transport.counters.rp_cnp_ignored;
         return;
     }
-    ++_counters.rp_cnp_handled;
+    ++_transport.counters.rp_cnp_handled;
     qp.rate->on_cnp(now);
 }
 
@@ -302,28 +299,28 @@ void nic_node::retire_idle_qps() {
 }
 
 bool nic_node::poll(sim_time now) {
-    _latest = std::max(_latest, now);
+    _transport.latest = std::max(_transport.latest, now);
     bool did_work = run_receive_buffer(now);
     did_work |= deliver_looped_back(now);
-    did_work |= flush_dma();
+    did_work |= _responder.flush_dma();
     did_work |= take_doorbells();
     const std::size_t n = _active_qps.size();
     for (std::size_t i = 0; i < n; ++i) {
         queue_pair& qp = *_active_qps[(_round_robin + i) % n];
-        did_work |= run_completer_timers(qp, now);
-        did_work |= check_gap(qp, now);
+        did_work |= _completer.run_timers(qp, now);
+        did_work |= _responder.run_timers(qp, now);
         if (qp.state == IBV_QPS_ERR)
             did_work |= flush(qp);
         else if (qp.state == IBV_QPS_SQE)
             did_work |= flush_send_queue(qp);
-        else if (drain_complete(qp)) {
-            set_state(qp, requester_state::drained); // nothing started is outstanding
+        else if (requester::drain_complete(qp)) {
+            _requester.set_state(qp, requester_state::drained); // nothing started is outstanding
             raise_async_event(qp.context, IBV_EVENT_SQ_DRAINED, qp.handle);
             did_work = true;
-        } else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(priority_of(qp)) <= now &&
+        } else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(_transport.priority_of(qp)) <= now &&
                    loopback_has_room()) {
-            did_work |= run_read_atomic_responder(qp, now);
-            did_work |= run_requester(qp, now);
+            did_work |= _responder.run(qp, now);
+            did_work |= _requester.run(qp, now);
         }
     }
     if (n) _round_robin = (_round_robin + 1) % n;
@@ -343,14 +340,14 @@ sim_time nic_node::next_deadline() const {
 }
 
 sim_time nic_node::qp_deadline(const queue_pair& qp) const {
-    return std::min({requester_deadline(qp), completer_deadline(qp), responder_deadline(qp)});
+    return std::min({_requester.deadline(qp), _completer.deadline(qp), _responder.deadline(qp)});
 }
 
 // ---- completions and events ------------------------------------------------------------------------
 
 bool nic_node::post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited) {
     if (cq.in_error) {
-        ++_counters.cq_overflow;
+        ++_transport.counters.cq_overflow;
         return false;
     }
     const std::uint32_t consumer = cq.control->ring.consumer.load(std::memory_order_acquire);
@@ -360,9 +357,9 @@ bool nic_node::post_completion(completion_queue& cq, const hw::cqe& entry, bool 
         // what they would complete next has nowhere to go.
         cq.in_error = true;
         cq.control->overflowed.store(1, std::memory_order_relaxed);
-        ++_counters.cq_overflow;
+        ++_transport.counters.cq_overflow;
         std::uint64_t held_back = 0;
-        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_latest, held_back))
+        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_transport.latest, held_back))
             log::nic().warn("{}: CQ {} overflowed ({} entries); it and its QPs are in error{}", name(), cq.handle,
                             cq.size,
                             held_back ? fmt::format(" ({} more QPs or CQs failed in the last second)", held_back) : "");
@@ -386,7 +383,7 @@ bool nic_node::post_completion(completion_queue& cq, const hw::cqe& entry, bool 
             // A pipe write of a few bytes is atomic; the descriptor is non-blocking, and a full
             // pipe means the application has not read thousands of events: nothing is lost that
             // its next read would not also report.
-            if (::write(cq.channel_fd, &record, sizeof record) == sizeof record) ++_counters.comp_events;
+            if (::write(cq.channel_fd, &record, sizeof record) == sizeof record) ++_transport.counters.comp_events;
         }
     }
     return true;
@@ -400,10 +397,10 @@ void nic_node::raise_async_event(std::uint32_t context, ibv_event_type type, std
 }
 
 void nic_node::enter_error(queue_pair& qp, const char* why) {
-    release_early(qp); // requests are no longer taken
+    _responder.release_early(qp); // requests are no longer taken
     if (qp.state != IBV_QPS_ERR) {
         std::uint64_t held_back = 0;
-        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_latest, held_back))
+        if (log::nic().should_log(spdlog::level::warn) && _error_log.admit(_transport.latest, held_back))
             log::nic().warn("{}: QP {:#x} ({}, to QP {:#x}) went to the error state: {}{}", name(), qp.qpn,
                             qp_type_name(qp.type), qp.attr.dest_qp_num, why,
                             held_back ? fmt::format(" ({} more QPs or CQs failed in the last second)", held_back) : "");
@@ -445,7 +442,7 @@ bool nic_node::flush_send_queue(queue_pair& qp) {
         const send_work& work = qp.requester.started_work[qp.requester.sq_retired & send_mask];
         ++qp.requester.sq_retired;
         qp.control->send.consumer.store(qp.requester.sq_retired, std::memory_order_release);
-        complete_send(qp, work, work.status != IBV_WC_SUCCESS ? work.status : IBV_WC_WR_FLUSH_ERR);
+        _completer.complete_send(qp, work, work.status != IBV_WC_SUCCESS ? work.status : IBV_WC_WR_FLUSH_ERR);
         did_work = true;
     }
     const std::uint32_t send_producer = qp.control->send.producer.load(std::memory_order_acquire);
@@ -455,7 +452,7 @@ bool nic_node::flush_send_queue(queue_pair& qp) {
             work.wqe = qp.send_slots[qp.requester.sq_retired & send_mask];
             ++qp.requester.sq_retired;
             qp.control->send.consumer.store(qp.requester.sq_retired, std::memory_order_release);
-            complete_send(qp, work, IBV_WC_WR_FLUSH_ERR);
+            _completer.complete_send(qp, work, IBV_WC_WR_FLUSH_ERR);
             did_work = true;
         }
     }
@@ -474,13 +471,13 @@ bool nic_node::flush(queue_pair& qp) {
         e.status = IBV_WC_WR_FLUSH_ERR;
         e.opcode = IBV_WC_RECV;
         e.qp_num = qp.qpn;
-        ++_counters.resp_cqe_flush_error;
+        ++_transport.counters.resp_cqe_flush_error;
         post_completion(*qp.recv_cq, e, false);
     };
     if (qp.responder.receive != receive_state::none) {
         qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
         flush_receive(qp.responder.recv_work);
-        set_state(qp, receive_state::none);
+        _responder.set_state(qp, receive_state::none);
         did_work = true;
     }
     const std::uint32_t recv_producer = qp.control->recv.producer.load(std::memory_order_acquire);

@@ -1,6 +1,7 @@
-// The emulated RDMA NIC: one Ethernet port, a GID table like Soft-RoCE's, and the RC transport
-// engines (requester, responder, completer; IBA chapter 9) over queues that live in shared
-// memory with the application.
+// The emulated RDMA NIC: one Ethernet port, a GID table like Soft-RoCE's, the verbs' resources
+// over queues that live in shared memory with the application, and a dispatcher that hands each
+// QP's packets and polls to its transport engines (requester.hpp, completer.hpp, responder.hpp;
+// IBA chapter 9), which reach back through transport_port.
 //
 // Threading: every method runs on the data-plane thread. The control plane reaches the
 // resource methods (create_qp, modify_qp, ...) through the driver's mailbox.
@@ -11,11 +12,16 @@
 #include "dataplane/node.hpp"
 #include "dataplane/pfc_pause.hpp"
 #include "dataplane/wire/roce_frame.hpp"
+#include "nic_emu/completer.hpp"
 #include "nic_emu/counters.hpp"
+#include "nic_emu/nic_spec.hpp"
 #include "nic_emu/dcqcn.hpp"
 #include "nic_emu/dma_batch.hpp"
 #include "nic_emu/gsi_queue.hpp"
+#include "nic_emu/requester.hpp"
 #include "nic_emu/resources.hpp"
+#include "nic_emu/responder.hpp"
+#include "nic_emu/transport_context.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -28,48 +34,6 @@
 #include <unordered_map>
 
 namespace rocefab::nic {
-
-struct nic_spec {
-    std::string host; // the emulated host the NIC sits in
-    std::string name; // the device name programs see, e.g. rfab0
-    wire::mac_address mac;
-    wire::ipv6_address address; // v4-mapped for an IPv4 interface address
-    std::uint64_t speed_bps = 100'000'000'000;
-    std::uint32_t ip_mtu = 9000;
-    std::uint8_t ecn = wire::ecn::ect0; // ConnectX marks RoCEv2 packets ECN-capable by default
-    // The DSCP of RoCE traffic whose program leaves the traffic class 0, as NVIDIA's lossless RoCE
-    // configuration sets it (tos 106: DSCP 26); a program's own traffic class wins.
-    std::uint8_t dscp = 26;
-    // Trust PCP (`mlnx_qos --trust pcp`) instead: every frame carries an 802.1Q priority tag
-    // (VID 0) whose PCP is its priority, the QP's service level if it has one, else the
-    // priority its DSCP maps to below; CNPs go with cnp_802p_prio.
-    bool trust_pcp = false;
-    // Trust DSCP (`mlnx_qos --trust dscp`): which PFC priority a DSCP travels in. NVIDIA's RoCE
-    // defaults: 26 -> 3 (RoCE, lossless), 48 -> 6 (CNP), the rest 0.
-    std::array<std::uint8_t, 64> dscp_to_priority = [] {
-        std::array<std::uint8_t, 64> map{};
-        map[26] = 3;
-        map[48] = 6;
-        return map;
-    }();
-    // DCQCN: the mlx5 knobs, and the priorities it runs on as reaction point and notification
-    // point (sysfs ecn/roce_rp/enable/N and ecn/roce_np/enable/N; ConnectX: all of them).
-    dcqcn_params dcqcn;
-    std::uint8_t dcqcn_rp_priorities = 0xff;
-    std::uint8_t dcqcn_np_priorities = 0xff;
-    // The host side of the receive path. 0: the host takes frames as fast as the link brings
-    // them. Otherwise frames wait in the NIC's receive buffer and reach the host at this rate,
-    // as behind a PCIe bottleneck or a busy host: a slow receiver.
-    std::uint64_t host_rx_bps = 0;
-    // The receive buffer, and the PFC the NIC sends for its lossless priorities (`mlnx_qos
-    // --pfc`; NVIDIA's RoCE configuration: 3): XOFF when a priority holds more than
-    // rx_xoff_bytes, XON once it holds less than rx_xon_bytes. What arrives over the buffer's
-    // size is discarded (rx_prioN_buf_discard).
-    std::uint32_t rx_buffer_bytes = 512 * 1024;
-    std::uint32_t rx_xoff_bytes = 256 * 1024;
-    std::uint32_t rx_xon_bytes = 128 * 1024;
-    std::uint8_t pfc_priorities = 1u << 3;
-};
 
 // Resolves the destination MAC for a destination GID, as the host's neighbour table would
 // (the peer's MAC on the same subnet, the gateway's otherwise). False when unreachable.
@@ -87,11 +51,7 @@ inline constexpr std::uint32_t max_ah = 65536;
 inline constexpr std::uint32_t max_comp_channels = 65536; // not a device attribute; bounds descriptors
 } // namespace limits
 
-// How far ahead of the wire the NIC may queue frames on its port: a small transmit FIFO, so a
-// poll loop that runs slower than one frame time still keeps the link busy.
-inline constexpr sim_time transmit_fifo_time = microseconds(2);
-
-class nic_node final : public node {
+class nic_node final : public node, private transport_port {
 public:
     static constexpr std::uint32_t gid_count = 2;
 
@@ -115,7 +75,7 @@ public:
     std::uint64_t node_guid() const { return _node_guid; } // host order
     ibv_device_attr device_attributes() const;
     ibv_port_attr port_attributes() const;
-    const nic_counters& counters() const { return _counters; }
+    const nic_counters& counters() const { return _transport.counters; }
     struct resource_counts {
         std::size_t contexts, pds, mrs, channels, cqs, qps;
     };
@@ -140,7 +100,7 @@ public:
     std::vector<qp_view> queue_pairs(sim_time now) const;
 
     // When received PFC lets `priority` send again (<= now: not paused).
-    sim_time paused_until(std::uint8_t priority) const { return _pauses.until(priority & 7); }
+    sim_time paused_until(std::uint8_t priority) const override { return _pauses.until(priority & 7); }
 
     // -- resources (control path; return 0 or an errno value) -------------------------------
     // `doorbells`, when not empty, holds the program's hw::doorbell_queue; without one the
@@ -201,47 +161,38 @@ public:
     void set_next_qpn_for_test(std::uint32_t qpn) { _next_qpn = qpn & wire::mask24; }
 
 private:
-    // requester.cpp
-    bool run_requester(queue_pair& qp, sim_time now);
-    bool start_next_wqe(queue_pair& qp);
-    // The packets of one burst, whose payloads are copied from application memory with one
-    // process_vm_readv (see dma_batch.hpp for why).
-    struct gather_batch {
-        static constexpr std::size_t max_packets = 16;
-        address_space* memory = nullptr;
-        std::array<iovec, max_packets * hw::max_sge> local{};
-        std::array<iovec, max_packets * hw::max_sge> remote{};
-        std::size_t segments = 0;
-        std::array<rte_mbuf*, max_packets> frames{};
-        std::array<std::uint32_t, max_packets> wqe_index{};
-        std::size_t count = 0;
-    };
-    bool prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch);
-    void transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now);
-    void rewind_to(queue_pair& qp, std::uint32_t psn);
-    // IBA 10.8.3.3 / 9.7.4.1.4: the WQE may not go out yet, because max_rd_atomic READ/atomic
-    // requests are outstanding or it is fenced behind unfinished ones.
-    // responder.cpp: requests ahead of a PSN gap (reorder_buffer.hpp). A held frame stays out
-    // of receive()'s hands through _current_frame_kept.
-    bool hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
-                    sim_time now);
-    void report_gap(queue_pair& qp, sim_time now); // the sequence NAK, once per gap
-    void drain_early(queue_pair& qp, sim_time now);
-    bool check_gap(queue_pair& qp, sim_time now);
-    void release_early(queue_pair& qp);
-    bool requester_must_wait(const queue_pair& qp, const hw::send_wqe& next) const;
-    bool prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch);
-    // completer_read_atomic.cpp: responses past a READ/atomic whose responses are missing.
-    bool implied_gap(const queue_pair& qp, std::uint32_t acked_psn, std::uint32_t& resume) const;
-    bool wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_psn, const wire::parsed_roce* response,
-                                    sim_time now);
-    void resume_after_missing_responses(queue_pair& qp, sim_time now);
-    void give_up_waiting_for_responses(queue_pair& qp, sim_time now);
-    // completer.cpp
-    void handle_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
-    // A send WQE failed: RC goes to ERR, UC and UD to SQE (IBA 10.3.1).
-    void fail_send_queue(queue_pair& qp);
+    // -- transport_port: what the engines ask of the NIC (transport_context.hpp) ---------------
+    // completions and async events (nic_node.cpp)
+    bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited) override;
+    void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle) override;
+    void enter_error(queue_pair& qp, const char* why) override;
+    void fail_send_queue(queue_pair& qp) override;
+    bool flush_dma() override { return _responder.flush_dma(); }
+    // resources (nic_control.cpp)
+    const memory_region* local_mr(std::uint32_t lkey, std::uint32_t pd, std::uint64_t address, std::uint64_t length,
+                                  std::uint32_t needed_access) const override;
+    const memory_region* remote_mr(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va, std::uint64_t length,
+                                   std::uint32_t needed_access) const override;
+    address_space* context_memory(std::uint32_t context) const override {
+        const auto it = _contexts.find(context);
+        return it == _contexts.end() ? nullptr : it->second.memory.get();
+    }
+    const address_handle* find_address_handle(std::uint32_t handle) const override {
+        const auto it = _ahs.find(handle);
+        return it == _ahs.end() ? nullptr : &it->second;
+    }
+    // the port
+    rte_mbuf* start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length,
+                          std::uint8_t*& payload) override;
+    void finish_frame(rte_mbuf* frame, sim_time now) override;
+    sim_time link_busy_until() const override { return busy_until(0); }
+
+    // The one place a QP's state (IBA 10.3.1) changes; a change is traced at debug level.
+    void set_qp_state(queue_pair& qp, ibv_qp_state next);
+    // IBA 10.3.1: SQE and ERR complete what the send queue (and in ERR the receive queue) holds
+    // with flush errors.
     bool flush_send_queue(queue_pair& qp);
+    bool flush(queue_pair& qp);
     // The IP TTL / hop limit of packets to `dgid`. Like the kernel's ib_resolve_eth_dmac(), which
     // replaces the hop limit a program gives (ibv_rc_pingpong asks for 1) with the host route's
     // for a unicast RoCEv2 destination: 64, Linux's default. Multicast keeps the requested one.
@@ -250,104 +201,16 @@ private:
                                (dgid.bytes[10] == 0xff && dgid.bytes[11] == 0xff && (dgid.bytes[12] & 0xf0) == 0xe0);
         return multicast ? requested : 64;
     }
-    // Retires the WQE at sq_retired (the oldest), keeping the requester off it.
-    void retire_oldest(queue_pair& qp);
-    void retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
-    // The transport timer (IBA 9.7.6.1.3) and the wait for READ/atomic responses past a gap.
-    bool run_completer_timers(queue_pair& qp, sim_time now);
-    bool check_timers(queue_pair& qp, sim_time now);
-    void complete_send(queue_pair& qp, const send_work& work, ibv_wc_status status);
-    // completer_read_atomic.cpp: READ responses and atomic ACKs (IBA 9.7.5.2, rxe_comp.c).
-    void handle_read_atomic_response(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
-    // Stops at an unfinished READ/atomic WQE: an acknowledgement at or past its next expected
-    // response PSN means responses were lost (implied NAK, IBA 9.7.5.2.3). Returns true when
-    // the requester was rewound for that reason.
-    bool implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time now);
-    bool scatter_to_send_sges(queue_pair& qp, const hw::send_wqe& wqe, std::uint64_t offset, std::uint8_t* data,
-                              std::size_t length);
-    // responder.cpp
-    void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
-    // An ACK or NAK of a QP whose writes are still staged waits for them (dma_batch.hpp).
-    void send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now);
-    // Checks a RETH (RC and UC RDMA WRITE FIRST/ONLY) and starts the write; false (counted)
-    // when the QP's access flags or the rkey do not allow it.
-    bool begin_remote_write(queue_pair& qp, const wire::reth& reth);
-    bool take_receive_wqe(queue_pair& qp);
-    // Stages `length` bytes of `data` for the local buffers `sges` describe, from byte `offset`
-    // of them, after checking each piece's MR (local write access); status says why not.
-    bool stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset, const std::uint8_t* data,
-                       std::size_t length, ibv_wc_status& status, const write_origin& origin);
-    // A request's payload into a receive WQE; `psn` is the request's.
-    bool write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset, const std::uint8_t* data,
-                               std::size_t length, std::uint32_t psn, ibv_wc_status& status);
-    // Posts `entry` once the writes staged before it are made (dma_batch.hpp); the message it
-    // reports took the PSNs first_psn to last_psn.
-    void stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited,
-                          std::uint32_t first_psn, std::uint32_t last_psn);
-    // The first PSN of a message of `bytes` that ended at `last_psn`: every packet but the last
-    // carries a whole MTU (IBA 9.7.5.1.3).
-    static std::uint32_t first_psn_of(const queue_pair& qp, std::uint32_t last_psn, std::uint64_t bytes) {
-        const std::uint64_t packets = bytes == 0 ? 1 : (bytes + qp.mtu_bytes - 1) / qp.mtu_bytes;
-        return wire::psn_add(last_psn,
-                             static_cast<std::uint32_t>((wire::psn_mask + 1 - (packets - 1)) & wire::psn_mask));
-    }
-    // uc_ud_transport.cpp: the unreliable transports (IBA 9.4 UC, 9.8 UD) and SRQ receive WQEs.
-    ibv_wc_status start_ud_send(queue_pair& qp, send_work& work);
-    void retire_sent(queue_pair& qp);
-    void handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet);
-    void handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet);
-    bool take_srq_wqe(queue_pair& qp);
-    // Makes the staged writes, then posts the completions and sends the acknowledgements that
-    // waited for them; a QP whose write failed gets error completions and its NAK instead.
-    bool flush_dma();
-    // responder_read_atomic.cpp: RDMA READ and atomic requests (IBA 9.7.5.1.4-6, rxe_resp.c).
-    void handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
-    void handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
-    // Sends the READ responses and atomic ACKs that are due, in PSN order, as the link allows.
-    bool run_read_atomic_responder(queue_pair& qp, sim_time now);
-    bool read_atomic_responses_pending(const queue_pair& qp) const;
-    // completions and async events (nic_node.cpp)
-    bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited);
-    void raise_async_event(std::uint32_t context, ibv_event_type type, std::uint32_t handle);
-    // `why` is logged (a QP the program moves to ERR itself at debug level, others as warnings).
-    void enter_error(queue_pair& qp, const char* why);
-    // The one place a QP's state (IBA 10.3.1) changes; a change is traced at debug level.
-    void set_qp_state(queue_pair& qp, ibv_qp_state next);
-    // The engines' states change here, each change traced at debug level; with the level off it
-    // costs a comparison, so the data path may call them per packet.
-    void set_state(queue_pair& qp, requester_state next) { transition(qp, "requester", qp.requester.state, next); }
-    void set_state(queue_pair& qp, completer_state next) { transition(qp, "completer", qp.completer.state, next); }
-    void set_state(queue_pair& qp, responder_state next) { transition(qp, "responder", qp.responder.state, next); }
-    void set_state(queue_pair& qp, receive_state next) { transition(qp, "receive WQE", qp.responder.receive, next); }
-    template <typename State>
-    void transition(const queue_pair& qp, const char* engine, State& state, State next) const {
-        if (state == next) return;
-        if (log::nic().should_log(spdlog::level::debug)) [[unlikely]]
-            log::nic().debug("{}: QP {:#x} {}: {} -> {}", name(), qp.qpn, engine, state_name(state), state_name(next));
-        state = next;
-    }
-    // In SQD with en_sqd_async_notify, every WQE started before the drain has completed: time for
-    // IBV_EVENT_SQ_DRAINED (IBA 10.3.1).
-    static bool drain_complete(const queue_pair& qp) {
-        return qp.requester.state == requester_state::draining && qp.state == IBV_QPS_SQD &&
-               qp.requester.sq_retired == qp.requester.sq_started;
-    }
-    bool flush(queue_pair& qp);
-
-    // Memory checks (IBA 10.6.3.3 and 9.7.5.1.4): the MR, if the key, PD, bounds and access fit.
-    const memory_region* local_mr(std::uint32_t lkey, std::uint32_t pd, std::uint64_t address, std::uint64_t length,
-                                  std::uint32_t needed_access) const;
-    const memory_region* remote_mr(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va, std::uint64_t length,
-                                   std::uint32_t needed_access) const;
-
-    rte_mbuf* start_frame(const wire::roce_headers_spec& spec, std::size_t payload_length, std::uint8_t*& payload);
-    void finish_frame(rte_mbuf* frame, sim_time now);
 
     nic_spec _spec;
     neighbour_resolver _resolve;
     std::array<wire::ipv6_address, gid_count> _gids;
     std::uint64_t _node_guid;
-    nic_counters _counters;
+    // What the engines share (transport_context.hpp), and the engines.
+    transport_context _transport{*this, _spec, name()};
+    requester _requester{_transport, _completer};
+    completer _completer{_transport, _requester};
+    responder _responder{_transport};
     std::unique_ptr<gsi_queue> _gsi = std::make_unique<gsi_queue>();
     void receive_gsi(const wire::parsed_roce& packet);
     std::uint32_t _gsi_psn = 0;
@@ -368,12 +231,7 @@ private:
     std::unordered_map<std::uint32_t, queue_pair*> _qps_by_number;
     std::unordered_map<std::uint32_t, address_handle> _ahs;               // by handle
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
-    dma_batch _dma;
-    std::array<write_origin, dma_batch::max_segments> _failed_writes; // flush_dma's, kept to spare it the setup
-    sim_time _latest = 0;               // the latest time receive() or poll() was given: when flush_dma() answers
-    log::event_throttle _error_log;     // QPs and CQs a program can fail at will
-    rte_mbuf* _current_frame = nullptr; // the frame receive() is handling, for _dma.hold()
-    bool _current_frame_kept = false;   // ... and now held in a reorder buffer
+    log::event_throttle _error_log;                                       // QPs and CQs a program can fail at will
     // PFC received from the switch (802.1Qbb): each priority may not send before this.
     pause_timers _pauses;
     // The receive buffer of a slow receiver (nic_spec::host_rx_bps) and the PFC it sends:
@@ -415,9 +273,6 @@ private:
     sim_time receive_buffer_deadline() const;
     std::uint8_t priority_of_frame(rte_mbuf* frame) const;
     void send_pfc(std::uint8_t priority, std::uint16_t quanta, sim_time now);
-    std::uint8_t priority_of(const queue_pair& qp) const {
-        return _spec.trust_pcp ? qp.headers.pcp : _spec.dscp_to_priority[qp.headers.dscp & 63];
-    }
     // The priority a received packet travels in, by the NIC's trust mode.
     std::uint8_t priority_of(const wire::parsed_roce& packet) const {
         return _spec.trust_pcp && packet.vlan_present ? packet.pcp : _spec.dscp_to_priority[packet.dscp & 63];
@@ -428,21 +283,6 @@ private:
         h.vlan = true;
         h.vid = 0;
         h.pcp = service_level ? service_level & 7 : _spec.dscp_to_priority[h.dscp & 63];
-    }
-    // The requester's window: at most this many packets sent and not yet acknowledged. With the
-    // window full, only an ACK or the transport timer lets it go on.
-    static constexpr std::uint32_t max_unacked_packets = 1024;
-    static bool window_full(const queue_pair& qp) {
-        return wire::psn_diff(qp.requester.next_psn, qp.completer.last_acked_psn) >
-               static_cast<std::int32_t>(max_unacked_packets);
-    }
-    // When DCQCN's pacer lets the QP's requester send again (0: not rate-limited). The rate
-    // must have been advanced to now.
-    static sim_time paced_until(const queue_pair& qp) { return qp.rate->limited() ? qp.rate->next_send_time() : 0; }
-    // When the requester should look again: the pacer's time, or sooner if a rate increase is
-    // due before it (the next frame may then go earlier).
-    static sim_time pacer_wakeup(const queue_pair& qp) {
-        return qp.rate->limited() ? std::min(qp.rate->next_send_time(), qp.rate->next_event()) : 0;
     }
     void on_pfc(std::span<const std::uint8_t> frame, sim_time now);
     // The QPs poll() looks at are those that may have work, so that idle QPs cost nothing: a QP
@@ -460,33 +300,10 @@ private:
     // Each engine answers for itself (requester.cpp, completer.cpp, responder.cpp); the QP's
     // deadline is the earliest.
     sim_time qp_deadline(const queue_pair& qp) const;
-    sim_time requester_deadline(const queue_pair& qp) const;
-    sim_time completer_deadline(const queue_pair& qp) const;
-    sim_time responder_deadline(const queue_pair& qp) const;
     // DCQCN: a CE-marked packet arrived for `qp` (notification point); a CNP arrived for it
     // (reaction point).
     void on_congestion_experienced(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     void on_cnp(queue_pair& qp, sim_time now);
-    // Runs `handle` with `frame` as the frame in hand (_current_frame), then frees the frame
-    // unless a reorder buffer kept it or the DMA batch still needs its payload. True when kept.
-    template <typename Handle> bool handle_frame(rte_mbuf* frame, Handle&& handle) {
-        _current_frame = frame;
-        handle();
-        _current_frame = nullptr;
-        if (_current_frame_kept) {
-            _current_frame_kept = false;
-            return true;
-        }
-        if (!_dma.holds(frame)) rte_pktmbuf_free(frame); // else freed once its payload is written
-        return false;
-    }
-    // Packets held ahead of gaps by all QPs (reorder_buffer.hpp): bounded so that reordering
-    // cannot drain the packet pool.
-    held_packet_store _held;
-    // How long a gap may stay open before the sequence NAK asks for what is missing: longer
-    // than the skew of a sprayed fabric (and the 10 us of the lossy example's reorder_delay),
-    // far shorter than any transport timeout.
-    static constexpr sim_time reorder_grace = microseconds(20);
     std::vector<queue_pair*> _active_qps; // iteration order for the requester (round robin)
     std::size_t _round_robin = 0;
 };

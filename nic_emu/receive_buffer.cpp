@@ -30,7 +30,7 @@ std::uint8_t nic_node::priority_of_frame(rte_mbuf* frame) const {
 void nic_node::send_pfc(std::uint8_t priority, std::uint16_t quanta, sim_time now) {
     rte_mbuf* m = allocate_frame();
     if (!m) {
-        ++_counters.tx_no_buffer; // the next refresh or XON tries again
+        ++_transport.counters.tx_no_buffer; // the next refresh or XON tries again
         return;
     }
     auto* data = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, wire::pfc_frame_length));
@@ -46,7 +46,7 @@ bool nic_node::buffer_received(rte_mbuf* frame, sim_time now) {
     const std::uint8_t priority = priority_of_frame(frame);
     const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
     if (_rx.bytes + length > _spec.rx_buffer_bytes || _rx.tail - _rx.head == _rx.ring.size()) {
-        ++_counters.rx_prio_buf_discard[priority];
+        ++_transport.counters.rx_prio_buf_discard[priority];
         rte_pktmbuf_free(frame);
         return true;
     }
@@ -56,7 +56,7 @@ bool nic_node::buffer_received(rte_mbuf* frame, sim_time now) {
     _rx.bytes += length;
     _rx.bytes_by_priority[priority] += length;
     if ((_spec.pfc_priorities & (1u << priority)) && _rx.bytes_by_priority[priority] > _spec.rx_xoff_bytes &&
-        _rx_pauses.start(priority, now, _counters.tx_prio_pause))
+        _rx_pauses.start(priority, now, _transport.counters.tx_prio_pause))
         send_pfc(priority, pause_sender::xoff_quanta, now);
     return true;
 }
@@ -78,12 +78,13 @@ bool nic_node::run_receive_buffer(sim_time now) {
     }
     for (std::uint8_t p = 0; p < 8; ++p) {
         if (_rx.bytes_by_priority[p] < _spec.rx_xon_bytes &&
-            _rx_pauses.stop(p, now, _counters.tx_prio_pause, _counters.tx_prio_pause_duration_us)) {
+            _rx_pauses.stop(p, now, _transport.counters.tx_prio_pause, _transport.counters.tx_prio_pause_duration_us)) {
             send_pfc(p, 0, now);
             did_work = true;
         }
     }
-    for (std::uint8_t due = _rx_pauses.refresh_due(now, _counters.tx_prio_pause), p = 0; due; due >>= 1, ++p) {
+    for (std::uint8_t due = _rx_pauses.refresh_due(now, _transport.counters.tx_prio_pause), p = 0; due;
+         due >>= 1, ++p) {
         if (due & 1) send_pfc(p, pause_sender::xoff_quanta, now);
         did_work = true;
     }

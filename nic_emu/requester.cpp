@@ -2,7 +2,10 @@
 // time, with PSNs; go-back-N rewinds it when the completer sees a NAK or a timeout. RDMA READ
 // and atomic requests are one packet each, and at most max_rd_atomic of them are outstanding.
 
-#include "nic_emu/nic_node.hpp"
+#include "nic_emu/requester.hpp"
+
+#include "dataplane/link.hpp"
+#include "nic_emu/completer.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -63,13 +66,13 @@ std::uint8_t transport_opcode(ibv_qp_type type, ib_opcode rc_opcode) {
 
 } // namespace
 
-bool nic_node::run_requester(queue_pair& qp, sim_time now) {
+bool requester::run(queue_pair& qp, sim_time now) {
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return false;
     if (now < qp.requester.rnr_wait_until) return false;
     bool did_work = false;
     gather_batch batch;
     // The port's transmit FIFO: what is already on the link plus what this burst adds.
-    sim_time link_free = std::max(busy_until(0), now);
+    sim_time link_free = std::max(_context.port.link_busy_until(), now);
     qp.rate->advance(now); // a rate increase due by now counts for this burst
     while (batch.count < gather_batch::max_packets) {
         if (link_free > now + transmit_fifo_time) break;
@@ -81,10 +84,10 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
             if (qp.state == IBV_QPS_ERR || qp.state == IBV_QPS_SQE) break;
         }
         if (window_full(qp)) break;
-        if (requester_must_wait(qp, qp.requester.started_work[qp.requester.sq_current & (qp.send_size - 1)].wqe)) break;
+        if (must_wait(qp, qp.requester.started_work[qp.requester.sq_current & (qp.send_size - 1)].wqe)) break;
         if (!prepare_packet(qp, now, batch)) break;
         const std::uint32_t wire_bytes = rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + wire_overhead_bytes;
-        link_free += serialization_time(wire_bytes, _spec.speed_bps);
+        link_free += serialization_time(wire_bytes, _context.spec.speed_bps);
         qp.rate->on_sent(wire_bytes, now);
         did_work = true;
     }
@@ -94,7 +97,7 @@ bool nic_node::run_requester(queue_pair& qp, sim_time now) {
     return did_work;
 }
 
-sim_time nic_node::requester_deadline(const queue_pair& qp) const {
+sim_time requester::deadline(const queue_pair& qp) const {
     const requester_record& req = qp.requester;
     const std::uint32_t send_posted = qp.control->send.producer.load(std::memory_order_acquire);
     // In ERR and SQE what is posted is flushed (IBA 10.3.1); in SQD the drain may be complete.
@@ -109,17 +112,17 @@ sim_time nic_node::requester_deadline(const queue_pair& qp) const {
     const std::uint32_t mask = qp.send_size - 1;
     const hw::send_wqe& next = req.sq_current != req.sq_started ? req.started_work[req.sq_current & mask].wqe
                                                                 : qp.send_slots[req.sq_started & mask];
-    if (requester_must_wait(qp, next) || window_full(qp)) return never;
-    return std::max(
-        {req.rnr_wait_until, busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp)), pacer_wakeup(qp)});
+    if (must_wait(qp, next) || window_full(qp)) return never;
+    return std::max({req.rnr_wait_until, _context.port.link_busy_until() - transmit_fifo_time,
+                     _context.port.paused_until(_context.priority_of(qp)), pacer_wakeup(qp)});
 }
 
-bool nic_node::start_next_wqe(queue_pair& qp) {
+bool requester::start_next_wqe(queue_pair& qp) {
     const std::uint32_t producer = qp.control->send.producer.load(std::memory_order_acquire);
     if (producer == qp.requester.sq_started) return false;
     if (producer - qp.requester.sq_retired > qp.send_size) {
         // The application moved its producer index past the ring: its own queue is corrupt.
-        enter_error(qp, "the program moved its send queue's producer index past the ring");
+        _context.port.enter_error(qp, "the program moved its send queue's producer index past the ring");
         return true;
     }
     send_work& work = qp.requester.started_work[qp.requester.sq_started & (qp.send_size - 1)];
@@ -137,7 +140,7 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
         // 10.8.3.1); flush() reports it, after those before it.
         work.status = status;
         qp.requester.sq_current = qp.requester.sq_started;
-        fail_send_queue(qp);
+        _context.port.fail_send_queue(qp);
         return true;
     };
 
@@ -167,8 +170,8 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
         for (unsigned i = 0; i < wqe.num_sge; ++i) {
             const hw::sge& s = wqe.sg_list[i];
             if (s.length == 0) continue;
-            if (!local_mr(s.lkey, qp.pd, s.address, s.length, local_access)) {
-                ++_counters.local_protection_errors;
+            if (!_context.port.local_mr(s.lkey, qp.pd, s.address, s.length, local_access)) {
+                ++_context.counters.local_protection_errors;
                 return fail(IBV_WC_LOC_PROT_ERR);
             }
         }
@@ -190,7 +193,7 @@ bool nic_node::start_next_wqe(queue_pair& qp) {
     return true;
 }
 
-bool nic_node::requester_must_wait(const queue_pair& qp, const hw::send_wqe& next) const {
+bool requester::must_wait(const queue_pair& qp, const hw::send_wqe& next) const {
     const bool fenced = next.flags & hw::wqe_flag::fence;
     if (!fenced && !is_read_or_atomic(next.opcode)) return false;
     // ConnectX takes max_rd_atomic 0 as 1 (mlx5 encodes log2 of it); so does this NIC.
@@ -203,7 +206,7 @@ bool nic_node::requester_must_wait(const queue_pair& qp, const hw::send_wqe& nex
     return false;
 }
 
-bool nic_node::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch) {
+bool requester::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch) {
     send_work& work = qp.requester.started_work[qp.requester.sq_current & (qp.send_size - 1)];
     const hw::send_wqe& wqe = work.wqe;
     const std::uint32_t psn = qp.requester.next_psn;
@@ -232,13 +235,13 @@ bool nic_node::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_
         spec.atomic_compare = cas ? wqe.compare_add : 0;
     }
     std::uint8_t* out = nullptr;
-    rte_mbuf* frame = start_frame(spec, 0, out);
+    rte_mbuf* frame = _context.port.start_frame(spec, 0, out);
     if (!frame) return false;
     batch.frames[batch.count] = frame;
     batch.wqe_index[batch.count] = qp.requester.sq_current;
     ++batch.count;
 
-    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_counters.retransmitted_packets;
+    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_context.counters.retransmitted_packets;
     qp.requester.next_psn = wire::psn_add(psn, packets);
     if (wire::psn_diff(qp.requester.next_psn, qp.requester.psn_frontier) > 0)
         qp.requester.psn_frontier = qp.requester.next_psn;
@@ -249,7 +252,7 @@ bool nic_node::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_
     return true;
 }
 
-bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch) {
+bool requester::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch) {
     send_work& work = qp.requester.started_work[qp.requester.sq_current & (qp.send_size - 1)];
     if (is_read_or_atomic(work.wqe.opcode)) return prepare_read_atomic_request(qp, now, batch);
     const hw::send_wqe& wqe = work.wqe;
@@ -272,7 +275,7 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
     spec.immediate = be32toh(wqe.immediate);
 
     std::uint8_t* out = nullptr;
-    rte_mbuf* frame = start_frame(spec, payload, out);
+    rte_mbuf* frame = _context.port.start_frame(spec, payload, out);
     if (!frame) return false;
 
     if (wqe.flags & hw::wqe_flag::inline_data) {
@@ -289,13 +292,13 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
                 continue;
             }
             const std::uint64_t take = std::min<std::uint64_t>(s.length - skip, left);
-            const memory_region* mr = local_mr(s.lkey, qp.pd, s.address + skip, take, 0);
+            const memory_region* mr = _context.port.local_mr(s.lkey, qp.pd, s.address + skip, take, 0);
             if (!mr || (batch.memory && batch.memory != mr->memory)) {
                 rte_pktmbuf_free(frame);
-                ++_counters.local_protection_errors;
+                ++_context.counters.local_protection_errors;
                 work.status = IBV_WC_LOC_PROT_ERR;
                 qp.requester.sq_current = qp.requester.sq_started;
-                fail_send_queue(qp);
+                _context.port.fail_send_queue(qp);
                 return false;
             }
             batch.memory = mr->memory;
@@ -311,11 +314,11 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
     batch.wqe_index[batch.count] = qp.requester.sq_current;
     ++batch.count;
 
-    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_counters.retransmitted_packets;
+    if (wire::psn_diff(psn, qp.requester.psn_frontier) < 0) ++_context.counters.retransmitted_packets;
     if (wqe.opcode == IBV_WR_SEND || wqe.opcode == IBV_WR_SEND_WITH_IMM)
-        ++_counters.rdma_sends;
+        ++_context.counters.rdma_sends;
     else
-        ++_counters.rdma_writes;
+        ++_context.counters.rdma_writes;
 
     qp.requester.next_psn = wire::psn_add(psn, 1);
     if (wire::psn_diff(qp.requester.next_psn, qp.requester.psn_frontier) > 0)
@@ -330,27 +333,27 @@ bool nic_node::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch)
     return true;
 }
 
-void nic_node::transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now) {
+void requester::transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now) {
     if (batch.count == 0) return;
     if (batch.segments &&
         !batch.memory->read({batch.local.data(), batch.segments}, {batch.remote.data(), batch.segments})) {
         // The registered memory is gone (the process died or unmapped it): nothing of the burst
         // can be sent, and the WQE it started with completes in error (IBA 10.8.3.1).
         for (std::size_t i = 0; i < batch.count; ++i) rte_pktmbuf_free(batch.frames[i]);
-        ++_counters.memory_access_faults;
+        ++_context.counters.memory_access_faults;
         // The WQEs after it in the burst lost their packets with it: they are flushed.
         const std::uint32_t mask = qp.send_size - 1;
         qp.requester.started_work[batch.wqe_index[0] & mask].status = IBV_WC_LOC_PROT_ERR;
         for (std::uint32_t i = batch.wqe_index[0] + 1; i != qp.requester.sq_started; ++i)
             qp.requester.started_work[i & mask].status = IBV_WC_WR_FLUSH_ERR;
         qp.requester.sq_current = qp.requester.sq_started;
-        fail_send_queue(qp);
+        _context.port.fail_send_queue(qp);
         return;
     }
-    for (std::size_t i = 0; i < batch.count; ++i) finish_frame(batch.frames[i], now);
+    for (std::size_t i = 0; i < batch.count; ++i) _context.port.finish_frame(batch.frames[i], now);
 }
 
-void nic_node::rewind_to(queue_pair& qp, std::uint32_t psn) {
+void requester::rewind_to(queue_pair& qp, std::uint32_t psn) {
     // Go-back-N (IBA 9.7.5.2.8): resend from `psn`, which lies in a started WQE.
     for (std::uint32_t i = qp.requester.sq_retired; i != qp.requester.sq_started; ++i) {
         const send_work& work = qp.requester.started_work[i & (qp.send_size - 1)];

@@ -2,7 +2,7 @@
 // into receive WQEs and RDMA WRITE payloads into registered memory after checking the rkey,
 // and answers with ACKs, NAKs and RNR NAKs. READ and atomic requests: responder_read_atomic.cpp.
 
-#include "nic_emu/nic_node.hpp"
+#include "nic_emu/responder.hpp"
 
 #include <algorithm>
 
@@ -12,14 +12,14 @@ namespace {
 using wire::aeth_syndrome::invalid_credits;
 }
 
-void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now) {
+void responder::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome, sim_time now) {
     // An acknowledgement promises that what it acknowledges is in the program's memory: while
     // the QP's writes are still staged, it waits for them (flush_dma sends it, or replaces it
     // with the NAK of a write that failed).
-    if (_dma.writes_for(&qp)) {
-        if (!_dma.has_ack_room()) flush_dma();
-        if (_dma.writes_for(&qp)) {
-            _dma.add_acknowledgement({&qp, psn, syndrome, now});
+    if (_context.dma.writes_for(&qp)) {
+        if (!_context.dma.has_ack_room()) flush_dma();
+        if (_context.dma.writes_for(&qp)) {
+            _context.dma.add_acknowledgement({&qp, psn, syndrome, now});
             return;
         }
     }
@@ -29,7 +29,7 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
     // connection goes at once.
     const bool fatal = wire::aeth_syndrome::is_nak(syndrome) &&
                        wire::aeth_syndrome::nak_code_of(syndrome) != wire::nak_code::psn_sequence_error;
-    if (!fatal && read_atomic_responses_pending(qp)) {
+    if (!fatal && responses_pending(qp)) {
         // A deferred sequence NAK is not replaced by a plain ACK: the requests it reports as
         // discarded must still be resent (run_read_atomic_responder brings its PSN up to date).
         std::optional<deferred_ack>& deferred = qp.responder.deferred_ack;
@@ -46,42 +46,42 @@ void nic_node::send_ack(queue_pair& qp, std::uint32_t psn, std::uint8_t syndrome
     spec.aeth_syndrome = syndrome;
     spec.aeth_msn = qp.responder.msn & wire::mask24;
     std::uint8_t* payload;
-    rte_mbuf* frame = start_frame(spec, 0, payload);
+    rte_mbuf* frame = _context.port.start_frame(spec, 0, payload);
     if (!frame) return; // the requester's timer recovers a lost ACK
     if (wire::aeth_syndrome::is_ack(syndrome))
-        ++_counters.acks_sent;
+        ++_context.counters.acks_sent;
     else
-        ++_counters.naks_sent;
-    finish_frame(frame, now);
+        ++_context.counters.naks_sent;
+    _context.port.finish_frame(frame, now);
 }
 
-bool nic_node::hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
-                          sim_time now) {
+bool responder::hold_early(queue_pair& qp, const wire::parsed_roce& packet, std::uint32_t psn, std::int32_t distance,
+                           sim_time now) {
     if (qp.type != IBV_QPT_RC || distance >= reorder_buffer::max_distance) return false;
-    if (qp.responder.early.contains(_held, psn)) {
-        ++_counters.duplicate_request; // a copy of one already held: dropped
+    if (qp.responder.early.contains(_context.held, psn)) {
+        ++_context.counters.duplicate_request; // a copy of one already held: dropped
         return true;
     }
-    if (!qp.responder.early.hold(_held, psn, _current_frame, packet)) return false;
-    _current_frame_kept = true;
+    if (!qp.responder.early.hold(_context.held, psn, _context.current_frame, packet)) return false;
+    _context.current_frame_kept = true;
     // Give the missing packets the time a reordering fabric takes before asking for them.
     if (qp.responder.gap_deadline == never && qp.responder.state != responder_state::sequence_nak_sent)
-        qp.responder.gap_deadline = now + reorder_grace;
+        qp.responder.gap_deadline = now + transport_context::reorder_grace;
     return true;
 }
 
-void nic_node::report_gap(queue_pair& qp, sim_time now) {
+void responder::report_gap(queue_pair& qp, sim_time now) {
     qp.responder.gap_deadline = never;
     if (qp.responder.state == responder_state::sequence_nak_sent) return;
     set_state(qp, responder_state::sequence_nak_sent);
     send_ack(qp, qp.responder.expected_psn, wire::aeth_syndrome::nak(wire::nak_code::psn_sequence_error), now);
 }
 
-void nic_node::drain_early(queue_pair& qp, sim_time now) {
+void responder::resume(queue_pair& qp, sim_time now) {
     held_packet e;
     bool drained = false;
-    while (qp.state != IBV_QPS_ERR && qp.responder.early.take(_held, qp.responder.expected_psn, e)) {
-        handle_frame(e.frame, [&] { handle_request(qp, e.packet, now); });
+    while (qp.state != IBV_QPS_ERR && qp.responder.early.take(_context.held, qp.responder.expected_psn, e)) {
+        _context.handle_frame(e.frame, [&] { handle_request(qp, e.packet, now); });
         drained = true;
     }
     // The requester may be resending what was held (go-back-N after a NAK or a timeout): tell it
@@ -92,10 +92,11 @@ void nic_node::drain_early(queue_pair& qp, sim_time now) {
     if (!qp.responder.early.held())
         qp.responder.gap_deadline = never;
     else if (drained && qp.responder.state != responder_state::sequence_nak_sent)
-        qp.responder.gap_deadline = now + reorder_grace; // another gap behind what was drained: its own grace
+        qp.responder.gap_deadline =
+            now + transport_context::reorder_grace; // another gap behind what was drained: its own grace
 }
 
-bool nic_node::check_gap(queue_pair& qp, sim_time now) {
+bool responder::run_timers(queue_pair& qp, sim_time now) {
     if (qp.responder.gap_deadline > now) return false;
     if (qp.state == IBV_QPS_ERR)
         release_early(qp);
@@ -106,7 +107,7 @@ bool nic_node::check_gap(queue_pair& qp, sim_time now) {
     return true;
 }
 
-sim_time nic_node::responder_deadline(const queue_pair& qp) const {
+sim_time responder::deadline(const queue_pair& qp) const {
     if (qp.state == IBV_QPS_ERR) {
         // What the responder holds or what is posted is flushed (IBA 10.3.1).
         const bool to_flush = qp.responder.receive != receive_state::none ||
@@ -115,21 +116,21 @@ sim_time nic_node::responder_deadline(const queue_pair& qp) const {
     }
     // READ responses, atomic ACKs and the acknowledgement deferred behind them go out as the
     // port and PFC allow.
-    if (qp.responder.deferred_ack || read_atomic_responses_pending(qp))
-        return std::min(qp.responder.gap_deadline,
-                        std::max(busy_until(0) - transmit_fifo_time, _pauses.until(priority_of(qp))));
+    if (qp.responder.deferred_ack || responses_pending(qp))
+        return std::min(qp.responder.gap_deadline, std::max(_context.port.link_busy_until() - transmit_fifo_time,
+                                                            _context.port.paused_until(_context.priority_of(qp))));
     return qp.responder.gap_deadline;
 }
 
-void nic_node::release_early(queue_pair& qp) {
-    qp.responder.early.release_all(_held);
-    qp.completer.early_responses.release_all(_held);
+void responder::release_early(queue_pair& qp) {
+    qp.responder.early.release_all(_context.held);
+    qp.completer.early_responses.release_all(_context.held);
     qp.responder.gap_deadline = never;
     qp.completer.response_gap_deadline = never;
     qp.completer.waiting_ack_psn.reset();
 }
 
-bool nic_node::take_receive_wqe(queue_pair& qp) {
+bool responder::take_receive_wqe(queue_pair& qp) {
     if (qp.srq) return take_srq_wqe(qp);
     const std::uint32_t producer = qp.control->recv.producer.load(std::memory_order_acquire);
     if (producer == qp.responder.rq_consumed) return false;
@@ -141,71 +142,16 @@ bool nic_node::take_receive_wqe(queue_pair& qp) {
     return true;
 }
 
-bool nic_node::stage_scatter(queue_pair& qp, std::span<const hw::sge> sges, std::uint64_t offset,
-                             const std::uint8_t* data, std::size_t length, ibv_wc_status& status,
-                             const write_origin& origin) {
-    if (length == 0) return true;
-    // Check every piece first, then stage them: the data lands whole or not at all.
-    struct piece {
-        address_space* memory;
-        std::uint64_t address, length, done;
-    };
-    std::array<piece, hw::max_sge> pieces;
-    std::size_t count = 0;
-    std::uint64_t skip = offset, left = length, done = 0;
-    for (std::size_t i = 0; i < sges.size() && i < hw::max_sge && left; ++i) {
-        const hw::sge& s = sges[i];
-        if (skip >= s.length) {
-            skip -= s.length;
-            continue;
-        }
-        const std::uint64_t take = std::min<std::uint64_t>(s.length - skip, left);
-        const memory_region* mr = local_mr(s.lkey, qp.pd, s.address + skip, take, IBV_ACCESS_LOCAL_WRITE);
-        // One copy call writes one address space: every MR of a PD belongs to the same program.
-        if (!mr || (count && mr->memory != pieces[0].memory)) {
-            status = IBV_WC_LOC_PROT_ERR;
-            return false;
-        }
-        pieces[count++] = {mr->memory, s.address + skip, take, done};
-        done += take;
-        left -= take;
-        skip = 0;
-    }
-    if (left) {
-        status = IBV_WC_LOC_LEN_ERR; // longer than the buffers
-        return false;
-    }
-    if (!_dma.fits(pieces[0].memory, count)) flush_dma();
-    for (std::size_t i = 0; i < count; ++i)
-        _dma.add_write(pieces[i].memory, const_cast<std::uint8_t*>(data) + pieces[i].done, pieces[i].address,
-                       pieces[i].length, origin);
-    if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
-    return true;
+bool responder::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
+                                      const std::uint8_t* data, std::size_t length, std::uint32_t psn,
+                                      ibv_wc_status& status) {
+    return _context.stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data,
+                                  length, status,
+                                  write_origin::request(qp, psn, wire::nak_code::remote_operational_error));
 }
 
-bool nic_node::write_payload_to_sges(queue_pair& qp, const hw::recv_wqe& wqe, std::uint64_t offset,
-                                     const std::uint8_t* data, std::size_t length, std::uint32_t psn,
-                                     ibv_wc_status& status) {
-    return stage_scatter(qp, {wqe.sg_list, std::min<std::size_t>(wqe.num_sge, hw::max_sge)}, offset, data, length,
-                         status, write_origin::request(qp, psn, wire::nak_code::remote_operational_error));
-}
-
-void nic_node::stage_completion(queue_pair& qp, completion_queue& cq, const hw::cqe& entry, bool solicited,
-                                std::uint32_t first_psn, std::uint32_t last_psn) {
-    // A completion must not be seen before the data it reports.
-    if (_dma.empty()) {
-        post_completion(cq, entry, solicited);
-        return;
-    }
-    if (!_dma.fits(_dma.memory(), 0)) flush_dma();
-    if (_dma.empty())
-        post_completion(cq, entry, solicited);
-    else
-        _dma.add_completion({&qp, &cq, entry, solicited, first_psn, last_psn});
-}
-
-bool nic_node::flush_dma() {
-    if (_dma.empty()) return false;
+bool responder::flush_dma() {
+    if (_context.dma.empty()) return false;
     // The first write of each QP that failed: its origin says how the failure is answered.
     auto& failed = _failed_writes;
     std::size_t failures = 0;
@@ -214,14 +160,15 @@ bool nic_node::flush_dma() {
             if (failed[i].qp == qp) return &failed[i];
         return nullptr;
     };
-    if (!_dma.local().empty() && !_dma.memory()->write(_dma.local(), _dma.remote())) {
+    if (!_context.dma.local().empty() && !_context.dma.memory()->write(_context.dma.local(), _context.dma.remote())) {
         // The program unmapped the memory, made it read-only or is gone: which writes failed
         // is found one at a time (a rare path; the ones that work are made again, harmlessly).
-        for (std::size_t i = 0; i < _dma.origins().size(); ++i) {
-            const write_origin& origin = _dma.origins()[i];
-            if (failed_for(origin.qp) || _dma.memory()->write(_dma.local().subspan(i, 1), _dma.remote().subspan(i, 1)))
+        for (std::size_t i = 0; i < _context.dma.origins().size(); ++i) {
+            const write_origin& origin = _context.dma.origins()[i];
+            if (failed_for(origin.qp) ||
+                _context.dma.memory()->write(_context.dma.local().subspan(i, 1), _context.dma.remote().subspan(i, 1)))
                 continue;
-            ++_counters.memory_access_faults;
+            ++_context.counters.memory_access_faults;
             failed[failures++] = origin;
         }
     }
@@ -229,10 +176,11 @@ bool nic_node::flush_dma() {
     // but the batch must be empty before anything is sent.
     std::array<dma_batch::completion, dma_batch::max_completions> completions;
     std::array<dma_batch::acknowledgement, dma_batch::max_acks> acks;
-    const std::size_t completion_count = _dma.completions().size(), ack_count = _dma.acknowledgements().size();
-    std::copy(_dma.completions().begin(), _dma.completions().end(), completions.begin());
-    std::copy(_dma.acknowledgements().begin(), _dma.acknowledgements().end(), acks.begin());
-    _dma.clear(_current_frame);
+    const std::size_t completion_count = _context.dma.completions().size(),
+                      ack_count = _context.dma.acknowledgements().size();
+    std::copy(_context.dma.completions().begin(), _context.dma.completions().end(), completions.begin());
+    std::copy(_context.dma.acknowledgements().begin(), _context.dma.acknowledgements().end(), acks.begin());
+    _context.dma.clear(_context.current_frame);
 
     for (std::size_t i = 0; i < completion_count; ++i) {
         dma_batch::completion& c = completions[i];
@@ -244,11 +192,11 @@ bool nic_node::flush_dma() {
             c.entry.status = flushed ? IBV_WC_WR_FLUSH_ERR : IBV_WC_LOC_PROT_ERR;
             const bool receive = c.entry.opcode == IBV_WC_RECV || c.entry.opcode == IBV_WC_RECV_RDMA_WITH_IMM;
             if (flushed)
-                ++(receive ? _counters.resp_cqe_flush_error : _counters.req_cqe_flush_error);
+                ++(receive ? _context.counters.resp_cqe_flush_error : _context.counters.req_cqe_flush_error);
             else
-                ++(receive ? _counters.resp_cqe_error : _counters.req_cqe_error);
+                ++(receive ? _context.counters.resp_cqe_error : _context.counters.req_cqe_error);
         }
-        post_completion(*c.cq, c.entry, c.solicited);
+        _context.port.post_completion(*c.cq, c.entry, c.solicited);
     }
     for (std::size_t i = 0; i < ack_count; ++i)
         if (!failed_for(acks[i].qp)) send_ack(*acks[i].qp, acks[i].psn, acks[i].syndrome, acks[i].when);
@@ -256,35 +204,46 @@ bool nic_node::flush_dma() {
         const write_origin& f = failed[i];
         if (f.nak) {
             // The NAK acknowledges what precedes the failed request, and nothing after it.
-            if (f.code == wire::nak_code::remote_access_error) ++_counters.resp_remote_access_errors;
-            send_ack(*f.qp, f.psn, wire::aeth_syndrome::nak(f.code), _latest);
+            if (f.code == wire::nak_code::remote_access_error) ++_context.counters.resp_remote_access_errors;
+            send_ack(*f.qp, f.psn, wire::aeth_syndrome::nak(f.code), _context.latest);
         }
-        enter_error(*f.qp, f.nak && f.code == wire::nak_code::remote_access_error
-                               ? "an RDMA WRITE's target is not mapped writable in the program any more"
-                               : "a receive or response buffer is not mapped writable in the program any more");
+        _context.port.enter_error(*f.qp,
+                                  f.nak && f.code == wire::nak_code::remote_access_error
+                                      ? "an RDMA WRITE's target is not mapped writable in the program any more"
+                                      : "a receive or response buffer is not mapped writable in the program any more");
     }
     return true;
 }
 
-bool nic_node::begin_remote_write(queue_pair& qp, const wire::reth& reth) {
+bool responder::begin_remote_write(queue_pair& qp, const wire::reth& reth) {
     const std::uint64_t va = reth.virtual_address.load();
     const std::uint32_t dma_length = reth.dma_length.load();
     const std::uint32_t rkey = reth.rkey.load();
     // IBA 9.7.5.1.4 (C9-88): the QP must allow remote writes, and the rkey must name an MR of the
     // QP's PD with remote write access covering the whole range.
-    const bool allowed = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) &&
-                         (dma_length == 0 || remote_mr(rkey, qp.pd, va, dma_length, IBV_ACCESS_REMOTE_WRITE));
+    const bool allowed =
+        (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE) &&
+        (dma_length == 0 || _context.port.remote_mr(rkey, qp.pd, va, dma_length, IBV_ACCESS_REMOTE_WRITE));
     if (!allowed) {
-        ++_counters.resp_remote_access_errors;
+        ++_context.counters.resp_remote_access_errors;
         return false;
     }
     qp.responder.write = remote_write{rkey, va, dma_length, dma_length};
     return true;
 }
 
-void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
+void responder::handle(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
+    if (qp.type == IBV_QPT_UC)
+        handle_uc_request(qp, packet);
+    else if (qp.type == IBV_QPT_UD)
+        handle_ud_request(qp, packet);
+    else
+        handle_request(qp, packet, now);
+}
+
+void responder::handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
     if (qp.state == IBV_QPS_ERR) {
-        ++_counters.rx_qp_state_drops;
+        ++_context.counters.rx_qp_state_drops;
         return;
     }
     const wire::bth& bth = *packet.bth_header;
@@ -294,7 +253,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
 
     if (distance > 0) {
         // A gap: what precedes this was lost or is still on its way (a sprayed fabric reorders).
-        ++_counters.out_of_sequence;
+        ++_context.counters.out_of_sequence;
         if (hold_early(qp, packet, psn, distance, now)) return;
         // Too far ahead to hold: one NAK per gap (IBA 9.7.5.1.1), and go-back-N resends it.
         report_gap(qp, now);
@@ -307,7 +266,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
     if (distance < 0) {
         // A duplicate: its effect already happened. Acknowledge what has been received so the
         // requester can move on (IBA 9.7.5.1.2).
-        ++_counters.duplicate_request;
+        ++_context.counters.duplicate_request;
         if (bth.ack_request())
             send_ack(qp, wire::psn_add(qp.responder.expected_psn, wire::psn_mask),
                      wire::aeth_syndrome::ack(invalid_credits), now);
@@ -317,7 +276,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
 
     auto nak = [&](wire::nak_code code) {
         send_ack(qp, psn, wire::aeth_syndrome::nak(code), now);
-        enter_error(qp, wire::to_string(code));
+        _context.port.enter_error(qp, wire::to_string(code));
     };
     auto complete_receive = [&](ibv_wc_status status, std::uint32_t byte_len, bool with_imm, bool write_imm) {
         hw::cqe e{};
@@ -331,10 +290,10 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
             e.wc_flags |= IBV_WC_WITH_IMM;
             e.immediate = packet.immdt_header->data.raw(); // network order, as ibv_wc::imm_data
         }
-        if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
+        if (status != IBV_WC_SUCCESS) ++_context.counters.resp_cqe_error;
         set_state(qp, receive_state::none);
         qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
-        stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
+        _context.stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
     };
 
     const std::size_t length = packet.payload_length;
@@ -351,7 +310,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         }
         if (first && !take_receive_wqe(qp)) {
             // No receive WQE: RNR NAK, the PSN stays expected (IBA 9.7.5.2.8).
-            ++_counters.rnr_nak_sent;
+            ++_context.counters.rnr_nak_sent;
             send_ack(qp, psn, wire::aeth_syndrome::rnr_nak(qp.attr.min_rnr_timer), now);
             return;
         }
@@ -359,7 +318,7 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         ibv_wc_status status = IBV_WC_SUCCESS;
         if (!write_payload_to_sges(qp, qp.responder.recv_work, qp.responder.recv_offset, packet.payload, length, psn,
                                    status)) {
-            if (status == IBV_WC_LOC_LEN_ERR) ++_counters.resp_local_length_error;
+            if (status == IBV_WC_LOC_LEN_ERR) ++_context.counters.resp_local_length_error;
             complete_receive(status, 0, false, false);
             nak(status == IBV_WC_LOC_LEN_ERR ? wire::nak_code::invalid_request
                                              : wire::nak_code::remote_operational_error);
@@ -389,21 +348,23 @@ void nic_node::handle_request(queue_pair& qp, const wire::parsed_roce& packet, s
         }
         const bool with_imm = packet.immdt_header != nullptr;
         if (last && with_imm && qp.responder.receive == receive_state::none && !take_receive_wqe(qp)) {
-            ++_counters.rnr_nak_sent;
+            ++_context.counters.rnr_nak_sent;
             send_ack(qp, psn, wire::aeth_syndrome::rnr_nak(qp.attr.min_rnr_timer), now);
             return;
         }
         if (length) {
-            const memory_region* mr = remote_mr(write.rkey, qp.pd, write.va, length, IBV_ACCESS_REMOTE_WRITE);
+            const memory_region* mr =
+                _context.port.remote_mr(write.rkey, qp.pd, write.va, length, IBV_ACCESS_REMOTE_WRITE);
             if (!mr) {
-                ++_counters.resp_remote_access_errors;
+                ++_context.counters.resp_remote_access_errors;
                 nak(wire::nak_code::remote_access_error);
                 return;
             }
-            if (!_dma.fits(mr->memory, 1)) flush_dma();
-            _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (write.va - mr->iova),
-                           length, write_origin::request(qp, psn, wire::nak_code::remote_access_error));
-            if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
+            if (!_context.dma.fits(mr->memory, 1)) flush_dma();
+            _context.dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload),
+                                   mr->address + (write.va - mr->iova), length,
+                                   write_origin::request(qp, psn, wire::nak_code::remote_access_error));
+            if (!_context.dma.holds(_context.current_frame)) _context.dma.hold(_context.current_frame);
         }
         write.va += length;
         write.remaining -= length;

@@ -10,7 +10,9 @@
 // same 8 bytes in between. Real HCAs give the same guarantee only (IBV_ATOMIC_HCA: atomic with
 // respect to other operations of this HCA, not to the host CPU).
 
-#include "nic_emu/nic_node.hpp"
+#include "nic_emu/responder.hpp"
+
+#include "dataplane/link.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -39,18 +41,18 @@ responder_resource* oldest_pending(queue_pair& qp) {
 
 } // namespace
 
-bool nic_node::read_atomic_responses_pending(const queue_pair& qp) const {
+bool responder::responses_pending(const queue_pair& qp) const {
     const auto& resources = qp.responder.rd_atomic;
     return std::any_of(resources.begin(), resources.end(), [](const auto& r) { return r.pending; });
 }
 
-void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
+void responder::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
     const wire::bth& bth = *packet.bth_header;
     const std::uint32_t psn = bth.psn();
     const bool is_read = packet.info->has(wire::opcode_mask::read);
     auto nak = [&](wire::nak_code code) {
         send_ack(qp, psn, wire::aeth_syndrome::nak(code), now);
-        enter_error(qp, wire::to_string(code));
+        _context.port.enter_error(qp, wire::to_string(code));
     };
     if (qp.responder.receive != receive_state::none || qp.responder.write) {
         // A READ or atomic inside a multi-packet SEND or WRITE: the opcode sequence is broken.
@@ -68,7 +70,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
 
     responder_resource res;
     if (is_read) {
-        ++_counters.rx_read_requests;
+        ++_context.counters.rx_read_requests;
         const wire::reth& reth = *packet.reth_header;
         const std::uint64_t va = reth.virtual_address.load();
         const std::uint32_t length = reth.dma_length.load();
@@ -80,9 +82,9 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
         // IBA 9.7.5.1.4 (C9-88): the QP must allow remote reads, and the rkey must name an MR
         // of the QP's PD with remote read access covering the range; zero bytes need no key.
         const bool allowed = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) &&
-                             (length == 0 || remote_mr(rkey, qp.pd, va, length, IBV_ACCESS_REMOTE_READ));
+                             (length == 0 || _context.port.remote_mr(rkey, qp.pd, va, length, IBV_ACCESS_REMOTE_READ));
         if (!allowed) {
-            ++_counters.resp_remote_access_errors;
+            ++_context.counters.resp_remote_access_errors;
             nak(wire::nak_code::remote_access_error);
             return;
         }
@@ -92,7 +94,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
         res.rkey = rkey;
         res.length = length;
     } else {
-        ++_counters.rx_atomic_requests;
+        ++_context.counters.rx_atomic_requests;
         const wire::atomic_eth& a = *packet.atomic_eth_header;
         const std::uint64_t va = a.virtual_address.load();
         const std::uint32_t rkey = a.rkey.load();
@@ -103,10 +105,10 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
             return;
         }
         const memory_region* mr = (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)
-                                      ? remote_mr(rkey, qp.pd, va, 8, IBV_ACCESS_REMOTE_ATOMIC)
+                                      ? _context.port.remote_mr(rkey, qp.pd, va, 8, IBV_ACCESS_REMOTE_ATOMIC)
                                       : nullptr;
         if (!mr) {
-            ++_counters.resp_remote_access_errors;
+            ++_context.counters.resp_remote_access_errors;
             nak(wire::nak_code::remote_access_error);
             return;
         }
@@ -127,7 +129,7 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
             if (store) ok = mr->memory->write(address, &value, sizeof value);
         }
         if (!ok) {
-            ++_counters.memory_access_faults;
+            ++_context.counters.memory_access_faults;
             nak(wire::nak_code::remote_operational_error);
             return;
         }
@@ -144,8 +146,8 @@ void nic_node::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roc
     qp.responder.msn = wire::psn_add(qp.responder.msn, 1);
 }
 
-void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
-    ++_counters.duplicate_request;
+void responder::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
+    ++_context.counters.duplicate_request;
     const std::uint32_t psn = packet.bth_header->psn();
     const bool is_read = packet.info->has(wire::opcode_mask::read);
     responder_resource* found = nullptr;
@@ -159,7 +161,7 @@ void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_r
     if (!found) return;
     if (!is_read) {
         if (found->type != responder_resource::kind::atomic || found->first_psn != psn) return;
-        ++_counters.resp_duplicate_atomic_replays;
+        ++_context.counters.resp_duplicate_atomic_replays;
         found->pending = true; // the same ATOMIC ACKNOWLEDGE again, not the operation
         found->replay = true;
         return;
@@ -174,11 +176,11 @@ void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_r
     const std::uint32_t packets = std::max<std::uint32_t>(1, (length + qp.mtu_bytes - 1) / qp.mtu_bytes);
     const bool fits = static_cast<std::uint32_t>(wire::psn_diff(psn, found->first_psn)) + packets <= found->packets;
     const bool allowed = fits && (qp.attr.qp_access_flags & IBV_ACCESS_REMOTE_READ) &&
-                         (length == 0 || remote_mr(rkey, qp.pd, va, length, IBV_ACCESS_REMOTE_READ));
+                         (length == 0 || _context.port.remote_mr(rkey, qp.pd, va, length, IBV_ACCESS_REMOTE_READ));
     if (!allowed) {
-        ++_counters.resp_remote_access_errors;
+        ++_context.counters.resp_remote_access_errors;
         send_ack(qp, psn, wire::aeth_syndrome::nak(wire::nak_code::remote_access_error), now);
-        enter_error(qp, "remote access error (duplicate READ)");
+        _context.port.enter_error(qp, "remote access error (duplicate READ)");
         return;
     }
     found->va = va;
@@ -190,11 +192,11 @@ void nic_node::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_r
     found->replay = true;
 }
 
-bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
+bool responder::run(queue_pair& qp, sim_time now) {
     if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD && qp.state != IBV_QPS_SQE)
         return false;
     gather_batch batch;
-    sim_time link_free = std::max(busy_until(0), now);
+    sim_time link_free = std::max(_context.port.link_busy_until(), now);
     bool failed = false;
     std::uint32_t failed_psn = 0, batch_psn = 0;
     while (batch.count < gather_batch::max_packets && link_free <= now + transmit_fifo_time) {
@@ -212,7 +214,7 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
             spec.opcode = wire::to_byte(wire::ib_opcode::rc_atomic_acknowledge);
             spec.psn = res->first_psn;
             spec.atomic_original = res->original;
-            frame = start_frame(spec, 0, out);
+            frame = _context.port.start_frame(spec, 0, out);
             if (!frame) break;
             res->pending = false;
         } else {
@@ -231,7 +233,7 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
             const memory_region* mr = nullptr;
             if (payload) {
                 // Checked again for every packet: the MR may be deregistered meanwhile.
-                mr = remote_mr(res->rkey, qp.pd, res->va + res->sent, payload, IBV_ACCESS_REMOTE_READ);
+                mr = _context.port.remote_mr(res->rkey, qp.pd, res->va + res->sent, payload, IBV_ACCESS_REMOTE_READ);
                 if (!mr) {
                     failed = true;
                     failed_psn = spec.psn;
@@ -240,7 +242,7 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
                 }
                 if (batch.memory && batch.memory != mr->memory) break; // the next burst takes it
             }
-            frame = start_frame(spec, payload, out);
+            frame = _context.port.start_frame(spec, payload, out);
             if (!frame) break;
             if (payload) {
                 batch.memory = mr->memory;
@@ -254,26 +256,26 @@ bool nic_node::run_read_atomic_responder(queue_pair& qp, sim_time now) {
         }
         if (batch.count == 0) batch_psn = spec.psn;
         batch.frames[batch.count++] = frame;
-        link_free += serialization_time(rte_pktmbuf_data_len(frame) + wire_overhead_bytes, _spec.speed_bps);
+        link_free += serialization_time(rte_pktmbuf_data_len(frame) + wire_overhead_bytes, _context.spec.speed_bps);
     }
     if (batch.count == 0 && !failed && !qp.responder.deferred_ack) return false;
     if (batch.segments &&
         !batch.memory->read({batch.local.data(), batch.segments}, {batch.remote.data(), batch.segments})) {
         // The registered memory vanished under the NIC: the READ cannot be answered.
         for (std::size_t i = 0; i < batch.count; ++i) rte_pktmbuf_free(batch.frames[i]);
-        ++_counters.memory_access_faults;
+        ++_context.counters.memory_access_faults;
         send_ack(qp, batch_psn, wire::aeth_syndrome::nak(wire::nak_code::remote_operational_error), now);
-        enter_error(qp, "the program's registered memory vanished");
+        _context.port.enter_error(qp, "the program's registered memory vanished");
         return true;
     }
-    for (std::size_t i = 0; i < batch.count; ++i) finish_frame(batch.frames[i], now);
+    for (std::size_t i = 0; i < batch.count; ++i) _context.port.finish_frame(batch.frames[i], now);
     if (failed) {
-        ++_counters.resp_remote_access_errors;
+        ++_context.counters.resp_remote_access_errors;
         send_ack(qp, failed_psn, wire::aeth_syndrome::nak(wire::nak_code::remote_access_error), now);
-        enter_error(qp, "remote access error");
+        _context.port.enter_error(qp, "remote access error");
         return true;
     }
-    if (qp.responder.deferred_ack && !read_atomic_responses_pending(qp)) {
+    if (qp.responder.deferred_ack && !responses_pending(qp)) {
         const deferred_ack deferred = *qp.responder.deferred_ack;
         qp.responder.deferred_ack.reset();
         // A sequence NAK waited behind the responses while the request it was missing may

@@ -6,7 +6,9 @@
 // retransmits: the requester completes a WQE once its last packet is on the wire.
 
 #include "dataplane/wire/ip.hpp"
-#include "nic_emu/nic_node.hpp"
+#include "nic_emu/completer.hpp"
+#include "nic_emu/requester.hpp"
+#include "nic_emu/responder.hpp"
 
 namespace rocefab::nic {
 
@@ -30,22 +32,22 @@ std::uint64_t receive_capacity(const hw::recv_wqe& wqe) {
 
 // ---- requester ---------------------------------------------------------------------------------
 
-ibv_wc_status nic_node::start_ud_send(queue_pair& qp, send_work& work) {
+ibv_wc_status requester::start_ud_send(queue_pair& qp, send_work& work) {
     const hw::send_wqe& wqe = work.wqe;
     // IBA 9.8.1: UD offers SEND (with immediate) only.
     if (wqe.opcode != IBV_WR_SEND && wqe.opcode != IBV_WR_SEND_WITH_IMM) return IBV_WC_LOC_QP_OP_ERR;
-    auto ah = _ahs.find(wqe.ud_ah);
-    if (ah == _ahs.end() || ah->second.context != qp.context || ah->second.pd != qp.pd) {
-        ++_counters.local_protection_errors;
+    const address_handle* ah = _context.port.find_address_handle(wqe.ud_ah);
+    if (!ah || ah->context != qp.context || ah->pd != qp.pd) {
+        ++_context.counters.local_protection_errors;
         return IBV_WC_LOC_QP_OP_ERR;
     }
     // IBA 9.8.2: a UD message is one packet, so at most the path MTU (the port's active MTU).
     if (work.length > qp.mtu_bytes) {
-        ++_counters.ud_send_too_long;
+        ++_context.counters.ud_send_too_long;
         return IBV_WC_LOC_LEN_ERR;
     }
     wire::roce_headers_spec& h = qp.headers; // this WQE's packet is built before the next starts
-    h = ah->second.headers;
+    h = ah->headers;
     h.dest_qpn = wqe.ud_remote_qpn & wire::mask24;
     // IBA 10.2.5: a Q_Key with its high-order bit set in the WR means the QP's own Q_Key.
     h.deth_qkey = (wqe.ud_remote_qkey & 0x80000000u) ? qp.attr.qkey : wqe.ud_remote_qkey;
@@ -55,13 +57,13 @@ ibv_wc_status nic_node::start_ud_send(queue_pair& qp, send_work& work) {
     return IBV_WC_SUCCESS;
 }
 
-void nic_node::retire_sent(queue_pair& qp) {
+void requester::retire_sent(queue_pair& qp) {
     const std::uint32_t mask = qp.send_size - 1;
     while (qp.requester.sq_retired != qp.requester.sq_current) {
         const send_work& work = qp.requester.started_work[qp.requester.sq_retired & mask];
         ++qp.requester.sq_retired;
         qp.control->send.consumer.store(qp.requester.sq_retired, std::memory_order_release);
-        complete_send(qp, work, work.status); // the WQE that took the QP to SQE reports why
+        _completer.complete_send(qp, work, work.status); // the WQE that took the QP to SQE reports why
     }
     // Nothing will acknowledge these PSNs: the requester's window is always open.
     qp.completer.last_acked_psn = wire::psn_add(qp.requester.next_psn, wire::psn_mask);
@@ -69,7 +71,7 @@ void nic_node::retire_sent(queue_pair& qp) {
 
 // ---- shared receive queue ------------------------------------------------------------------------
 
-bool nic_node::take_srq_wqe(queue_pair& qp) {
+bool responder::take_srq_wqe(queue_pair& qp) {
     shared_receive_queue& srq = *qp.srq;
     const std::uint32_t producer = srq.control->recv.producer.load(std::memory_order_acquire);
     if (producer == srq.consumed) return false;
@@ -84,17 +86,17 @@ bool nic_node::take_srq_wqe(queue_pair& qp) {
     // and is disarmed until ibv_modify_srq arms it again.
     if (srq.limit && producer - srq.consumed < srq.limit) {
         srq.limit = 0;
-        ++_counters.srq_limit_events;
-        raise_async_event(srq.context, IBV_EVENT_SRQ_LIMIT_REACHED, srq.handle);
+        ++_context.counters.srq_limit_events;
+        _context.port.raise_async_event(srq.context, IBV_EVENT_SRQ_LIMIT_REACHED, srq.handle);
     }
     return true;
 }
 
 // ---- UC responder --------------------------------------------------------------------------------
 
-void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet) {
+void responder::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet) {
     if (qp.state == IBV_QPS_ERR) {
-        ++_counters.rx_qp_state_drops;
+        ++_context.counters.rx_qp_state_drops;
         return;
     }
     const wire::bth& bth = *packet.bth_header;
@@ -112,7 +114,7 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
     auto drop = [&] {
         abandon();
         set_state(qp, responder_state::dropping_message);
-        ++_counters.uc_dropped_packets;
+        ++_context.counters.uc_dropped_packets;
     };
     auto complete = [&](ibv_wc_status status, std::uint32_t byte_len, bool write_imm) {
         hw::cqe e{};
@@ -126,23 +128,23 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
             e.wc_flags |= IBV_WC_WITH_IMM;
             e.immediate = packet.immdt_header->data.raw(); // network order, as ibv_wc::imm_data
         }
-        if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
+        if (status != IBV_WC_SUCCESS) ++_context.counters.resp_cqe_error;
         set_state(qp, receive_state::none);
         qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
-        stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
+        _context.stage_completion(qp, *qp.recv_cq, e, bth.solicited(), first_psn_of(qp, psn, byte_len), psn);
     };
 
     // No NAK exists for UC: a PSN other than the expected one means packets were lost, and
     // the responder follows the sender's PSN from here on.
     if (psn != qp.responder.expected_psn) {
-        ++_counters.out_of_sequence;
+        ++_context.counters.out_of_sequence;
         abandon();
         set_state(qp, responder_state::dropping_message);
     }
     qp.responder.expected_psn = wire::psn_add(psn, 1);
     if (qp.responder.state == responder_state::dropping_message) {
         if (!first) {
-            ++_counters.uc_dropped_packets;
+            ++_context.counters.uc_dropped_packets;
             return;
         }
         set_state(qp, responder_state::in_sequence);
@@ -157,7 +159,7 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
         if (!first && qp.responder.receive != receive_state::filling) return drop();
         if (first) {
             if (qp.responder.receive == receive_state::none && !take_receive_wqe(qp)) {
-                ++_counters.out_of_buffer; // UC has no RNR NAK: the message is lost
+                ++_context.counters.out_of_buffer; // UC has no RNR NAK: the message is lost
                 return drop();
             }
             qp.responder.recv_offset = 0;
@@ -166,7 +168,7 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
         ibv_wc_status status = IBV_WC_SUCCESS;
         if (!write_payload_to_sges(qp, qp.responder.recv_work, qp.responder.recv_offset, packet.payload, length, psn,
                                    status)) {
-            if (status == IBV_WC_LOC_LEN_ERR) ++_counters.resp_local_length_error;
+            if (status == IBV_WC_LOC_LEN_ERR) ++_context.counters.resp_local_length_error;
             complete(status, 0, false);
             return drop();
         }
@@ -182,19 +184,19 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
     if (length > write.remaining || (last && length != write.remaining)) return drop();
     const bool with_imm = packet.immdt_header != nullptr;
     if (last && with_imm && qp.responder.receive == receive_state::none && !take_receive_wqe(qp)) {
-        ++_counters.out_of_buffer;
+        ++_context.counters.out_of_buffer;
         return drop();
     }
     if (length) {
-        const memory_region* mr = remote_mr(write.rkey, qp.pd, write.va, length, IBV_ACCESS_REMOTE_WRITE);
+        const memory_region* mr = _context.port.remote_mr(write.rkey, qp.pd, write.va, length, IBV_ACCESS_REMOTE_WRITE);
         if (!mr) {
-            ++_counters.resp_remote_access_errors;
+            ++_context.counters.resp_remote_access_errors;
             return drop();
         }
-        if (!_dma.fits(mr->memory, 1)) flush_dma();
-        _dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload), mr->address + (write.va - mr->iova),
-                       length, write_origin::local(qp));
-        if (!_dma.holds(_current_frame)) _dma.hold(_current_frame);
+        if (!_context.dma.fits(mr->memory, 1)) flush_dma();
+        _context.dma.add_write(mr->memory, const_cast<std::uint8_t*>(packet.payload),
+                               mr->address + (write.va - mr->iova), length, write_origin::local(qp));
+        if (!_context.dma.holds(_context.current_frame)) _context.dma.hold(_context.current_frame);
     }
     write.va += length;
     write.remaining -= length;
@@ -207,20 +209,20 @@ void nic_node::handle_uc_request(queue_pair& qp, const wire::parsed_roce& packet
 
 // ---- UD responder --------------------------------------------------------------------------------
 
-void nic_node::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet) {
+void responder::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet) {
     if (qp.state == IBV_QPS_ERR) {
-        ++_counters.rx_qp_state_drops;
+        ++_context.counters.rx_qp_state_drops;
         return;
     }
     const wire::deth& deth = *packet.deth_header;
     const std::uint32_t psn = packet.bth_header->psn();
     // IBA 10.2.5 (C10-13): a datagram whose Q_Key differs from the QP's is silently dropped.
     if (deth.qkey.load() != qp.attr.qkey) {
-        ++_counters.qkey_violations;
+        ++_context.counters.qkey_violations;
         return;
     }
     if (!take_receive_wqe(qp)) {
-        ++_counters.out_of_buffer; // UD has no RNR NAK: the datagram is lost
+        ++_context.counters.out_of_buffer; // UD has no RNR NAK: the datagram is lost
         return;
     }
     const hw::recv_wqe& wqe = qp.responder.recv_work;
@@ -243,21 +245,21 @@ void nic_node::handle_ud_request(queue_pair& qp, const wire::parsed_roce& packet
             e.wc_flags |= IBV_WC_WITH_IMM;
             e.immediate = packet.immdt_header->data.raw();
         }
-        if (status != IBV_WC_SUCCESS) ++_counters.resp_cqe_error;
+        if (status != IBV_WC_SUCCESS) ++_context.counters.resp_cqe_error;
         set_state(qp, receive_state::none);
         qp.control->recv.consumer.store(qp.responder.rq_consumed, std::memory_order_release);
-        stage_completion(qp, *qp.recv_cq, e, packet.bth_header->solicited(), psn, psn);
+        _context.stage_completion(qp, *qp.recv_cq, e, packet.bth_header->solicited(), psn, psn);
     };
     if (hw::grh_length + length > receive_capacity(wqe)) {
-        ++_counters.resp_local_length_error;
+        ++_context.counters.resp_local_length_error;
         complete(IBV_WC_LOC_LEN_ERR, 0);
         return;
     }
     // The GRH area and the payload are staged together: no flush may come between them and
     // free the frame they point into.
-    auto context = _contexts.find(qp.context);
-    if (context == _contexts.end()) return;
-    if (!_dma.has_room(context->second.memory.get(), 3 * hw::max_sge, 2, 2)) flush_dma();
+    address_space* memory = _context.port.context_memory(qp.context);
+    if (!memory) return;
+    if (!_context.dma.has_room(memory, 3 * hw::max_sge, 2, 2)) flush_dma();
     const std::uint8_t* frame = reinterpret_cast<const std::uint8_t*>(packet.bth_header) - packet.bth_offset;
     const std::uint8_t* ip = frame + packet.l3_offset;
     ibv_wc_status status = IBV_WC_SUCCESS;
