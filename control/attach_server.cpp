@@ -169,8 +169,8 @@ private:
 
     // Runs `work` on the data plane with the reply to fill, then responds from the io thread.
     // `work` must be copyable (the mailbox keeps closures in std::function).
-    template <typename Work> void on_nic(const answer_ptr& a, Work work) {
-        _fabric.driver().mail().post([self = shared_from_this(), a, work = std::move(work)]() mutable {
+    template <typename Work> void on_nic(answer_ptr a, Work work) {
+        _fabric.driver().mail().post([self = shared_from_this(), a = std::move(a), work = std::move(work)]() mutable {
             try {
                 work(a->reply);
             } catch (const std::exception&) {
@@ -451,7 +451,7 @@ private:
 
 attach_server::attach_server(asio::io_context& io, fabric& fab, const std::string& runtime_dir, access_policy policy,
                              session_limits limits)
-    : _io(io), _fabric(fab), _policy(std::move(policy)), _limits(limits) {
+    : _io(io), _fabric(fab), _policy(policy), _limits(limits) {
     std::vector<std::string> hosts;
     for (const auto& host : _fabric.topology().hosts) hosts.push_back(host.name);
     _sockets = std::make_unique<host_sockets>(

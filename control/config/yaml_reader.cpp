@@ -75,7 +75,7 @@ yaml_mapping yaml_reader::expect_map(const YAML::Node& node, const std::string& 
     for (auto it = node.begin(); it != node.end(); ++it) {
         const YAML::Node key_node = it->first;
         if (!key_node.IsScalar()) fail(key_node, path, "expected a plain key, got " + describe_type(key_node));
-        const std::string key = key_node.Scalar();
+        const std::string& key = key_node.Scalar();
         if (std::find(valid.begin(), valid.end(), key) == valid.end()) {
             std::string message = "unknown key '" + key + "'";
             for (const auto& candidate : valid)

@@ -812,6 +812,7 @@ ibv_context** rdma_get_devices(int* num_devices) {
         errno = e;
         return nullptr;
     }
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, as the verbs API hands out
     auto** list = static_cast<ibv_context**>(std::calloc(devices.size() + 1, sizeof(ibv_context*)));
     if (!list) return nullptr;
     for (std::size_t i = 0; i < devices.size(); ++i) list[i] = devices[i].verbs;

@@ -173,7 +173,7 @@ void wr_start(ibv_qp_ex* ibqp) {
     qp->send_lock.lock(); // held until wr_complete or wr_abort
     qp->wr_producer = qp->control->send.producer.load(std::memory_order_relaxed);
     qp->wr_current = nullptr;
-    qp->wr_error = (ibqp->qp_base.state < IBV_QPS_RTS && ibqp->qp_base.state != IBV_QPS_ERR) ? EINVAL : 0;
+    qp->wr_error = ibqp->qp_base.state < IBV_QPS_RTS ? EINVAL : 0; // RESET, INIT, RTR: nothing may be sent yet
     if (context_of(ibqp->qp_base.context)->dead.load(std::memory_order_acquire)) qp->wr_error = EIO;
 }
 
