@@ -524,9 +524,9 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
         qp->attr.path_mtu = port_attributes().active_mtu;
         qp->mtu_bytes = mtu_bytes(qp->attr.path_mtu);
     }
-    qp->always_active = _contexts.at(context).doorbells == nullptr;
     _qps_by_number[qp->qpn] = qp.get();
     activate(*qp);
+    if (_contexts.at(context).doorbells == nullptr) qp->listing = poll_listing::always;
     _qps[qp->handle] = std::move(qp);
     return 0;
 }

@@ -287,11 +287,11 @@ void nic_node::take_doorbell(queue_pair& qp) {
 void nic_node::retire_idle_qps() {
     for (std::size_t i = 0; i < _active_qps.size();) {
         queue_pair& qp = *_active_qps[i];
-        if (qp.always_active || qp_deadline(qp) != never) {
+        if (qp.listing == poll_listing::always || qp_deadline(qp) != never) {
             ++i;
             continue;
         }
-        qp.active = false;
+        qp.listing = poll_listing::idle;
         _active_qps[i] = _active_qps.back();
         _active_qps.pop_back();
     }

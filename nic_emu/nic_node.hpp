@@ -289,8 +289,8 @@ private:
     // joins the list when a program rings for it (its doorbell queue), a frame arrives for it or
     // a verb changes it, and leaves once qp_deadline() says it waits for nothing.
     void activate(queue_pair& qp) {
-        if (qp.active) return;
-        qp.active = true;
+        if (qp.listing != poll_listing::idle) return;
+        qp.listing = poll_listing::listed;
         _active_qps.push_back(&qp);
     }
     bool take_doorbells();

@@ -120,13 +120,18 @@ inline const char* qp_state_name(ibv_qp_state state) {
     return state >= IBV_QPS_RESET && state <= IBV_QPS_ERR ? names[state] : "?";
 }
 
+// Whether a QP is in the NIC's list of QPs that may have work (nic_node::activate): poll() looks
+// only at those, so that idle QPs cost nothing.
+enum class poll_listing : std::uint8_t {
+    idle,   // not listed: a doorbell, a frame or a verb lists it
+    listed, // until qp_deadline() says it waits for nothing
+    always, // for its life: its context has no doorbell queue to say when it has work
+};
+
 struct queue_pair {
     std::uint32_t handle = 0;
     std::uint32_t context = 0;
-    // In the NIC's list of QPs that may have work (nic_node::activate). A QP of a context
-    // without a doorbell queue stays in it for its life.
-    bool active = false;
-    bool always_active = false;
+    poll_listing listing = poll_listing::idle;
     std::uint32_t qpn = 0;
     std::uint32_t pd = 0;
     ibv_qp_type type = IBV_QPT_RC;
