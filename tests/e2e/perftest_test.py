@@ -31,8 +31,9 @@ class perftest_case(fabric_case):
                 break
             time.sleep(0.2)
         server_out, server_err = server.communicate(timeout=timeout)
-        self.assertEqual(client.returncode, 0, client.stdout + client.stderr)
-        self.assertEqual(server.returncode, 0, server_out + server_err)
+        both = f"client:\n{client.stdout}{client.stderr}\nserver:\n{server_out}{server_err}"
+        self.assertEqual(client.returncode, 0, both)
+        self.assertEqual(server.returncode, 0, both)
         return client.stdout
 
     def sizes(self, output):
