@@ -42,6 +42,10 @@ bool start_eal(const eal_options& options, std::string& error) {
         CPU_ZERO(&all);
         for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
         sched_setaffinity(0, sizeof all, &all);
+        // Without the flag every frame is sealed as it is built, which is only slower.
+        const rte_mbuf_dynflag deferred_icrc{"rocefab_icrc_deferred", 0};
+        const int bit = rte_mbuf_dynflag_register(&deferred_icrc);
+        if (bit >= 0) icrc_deferred_flag = std::uint64_t{1} << bit;
         started = true;
     });
     if (!started) error = first_error;

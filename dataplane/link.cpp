@@ -127,7 +127,10 @@ bool link::transmit(rte_mbuf* frame, sim_time now) {
     m = packet_meta{};
     m.arrival = departure + _model.propagation_delay;
     m.ingress_port = _to.port;
-    if (_tap) _tap->on_frame(departure, frame_bytes(frame));
+    if (_tap) {
+        seal_deferred_icrc(frame);
+        _tap->on_frame(departure, frame_bytes(frame));
+    }
     bump(_tx_frames);
     bump(_tx_bytes, length);
     if (_faults_active) {
@@ -181,13 +184,14 @@ void link::transmit_with_faults(rte_mbuf* frame, std::uint32_t length) {
     m = packet_meta{};
     m.arrival = departure + _model.propagation_delay;
     m.ingress_port = _to.port;
-    if (_tap) _tap->on_frame(departure, frame_bytes(copy));
+    if (_tap) _tap->on_frame(departure, frame_bytes(copy)); // copied from the original, sealed for its tap
     bump(_frames_duplicated);
     rte_ring_sp_enqueue(_ring, copy);
 }
 
 void link::corrupt_or_drop(rte_mbuf*& frame) {
     bump(_frames_corrupted);
+    seal_deferred_icrc(frame); // the receiver must find the damage by its ICRC
     const std::span<std::uint8_t> bytes = frame_bytes(frame);
     const auto [first, end] = icrc_protected_range(bytes);
     if (first == end) {

@@ -20,6 +20,25 @@ struct packet_meta {
 
 inline packet_meta& meta(rte_mbuf* m) { return *static_cast<packet_meta*>(rte_mbuf_to_priv(m)); }
 
+// A RoCE frame whose ICRC is not written yet (nor, over IPv6, its UDP checksum, which covers the
+// ICRC): what a ConnectX does in hardware as the frame leaves. The NICs of this fabric build each
+// frame whole except those bytes and mark it so. The ICRC masks every field a switch may change
+// (TTL, DSCP, ECN, IP checksum; the MACs and a VLAN tag lie outside it), so a marked frame's
+// ICRC, computed at any point of its way, is the one its sender would have written. It is
+// computed only where something can see it: a capture, the link that corrupts the frame (the
+// receiver must then find the damage), anything that takes the frame out of this process. A
+// receiving NIC does not verify a marked frame's ICRC, which nothing could have broken; it
+// verifies every other frame's. Two CRC passes over every payload byte are saved (a quarter of
+// the daemon's samples under ib_write_bw).
+//
+// The mark is a DPDK dynamic mbuf flag, so rte_pktmbuf_copy() (a link's duplicate) keeps it and
+// rte_pktmbuf_alloc() clears it. 0 until start_eal() registered it: then nothing is deferred.
+extern std::uint64_t icrc_deferred_flag;
+inline bool icrc_deferred(const rte_mbuf* m) { return (m->ol_flags & icrc_deferred_flag) != 0; }
+// Writes a marked frame's ICRC (and IPv6 UDP checksum) and clears the mark; nothing for others.
+// Call before anything observes the bytes as they would be on a wire.
+void seal_deferred_icrc(rte_mbuf* m);
+
 inline std::span<std::uint8_t> frame_bytes(rte_mbuf* m) {
     return {rte_pktmbuf_mtod(m, std::uint8_t*), rte_pktmbuf_data_len(m)};
 }

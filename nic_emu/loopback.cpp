@@ -20,7 +20,10 @@ void nic_node::loop_back(rte_mbuf* frame, sim_time now) {
         return;
     }
     ++_transport.counters.loopback_packets;
-    if (_loopback_tap) _loopback_tap->on_frame(now, frame_bytes(frame));
+    if (_loopback_tap) {
+        seal_deferred_icrc(frame);
+        _loopback_tap->on_frame(now, frame_bytes(frame));
+    }
     _loopback.frames[_loopback.tail++ & (loopback_ring::slots - 1)] = frame;
 }
 

@@ -55,7 +55,10 @@ void nic_node::finish_frame(rte_mbuf* frame, sim_time now) {
     layout.length = layout.l4_offset + udp->length.load();
     layout.ipv6 = frame->l3_len == sizeof(wire::ipv6_header);
     if (layout.length < on_wire) std::memset(data + layout.length, 0, on_wire - layout.length);
-    wire::seal_roce_frame(data, layout);
+    if (icrc_deferred_flag)
+        frame->ol_flags |= icrc_deferred_flag; // written where something can see it (packet.hpp)
+    else
+        wire::seal_roce_frame(data, layout);
     ++_transport.counters.port_xmit_packets;
     _transport.counters.port_xmit_data += on_wire;
     if (reinterpret_cast<const wire::ethernet_header*>(data)->destination == _spec.mac) {
@@ -141,7 +144,8 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         }
     }
     wire::parsed_roce packet;
-    const wire::parse_error error = wire::parse_roce_frame(bytes, packet);
+    const wire::parse_error error =
+        wire::parse_roce_frame(bytes, packet, icrc_deferred(frame) ? wire::icrc_check::skip : wire::icrc_check::verify);
     if (error != wire::parse_error::none) {
         if (error == wire::parse_error::bad_icrc)
             ++_transport.counters.rx_icrc_encapsulated;

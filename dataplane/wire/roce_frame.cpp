@@ -224,7 +224,7 @@ const char* to_string(parse_error e) {
     return "unknown";
 }
 
-parse_error parse_roce_frame(std::span<const std::uint8_t> frame, parsed_roce& out) {
+parse_error parse_roce_frame(std::span<const std::uint8_t> frame, parsed_roce& out, icrc_check check) {
     out = parsed_roce{};
     frame_info headers;
     const frame_status status = parse_headers(frame, headers);
@@ -308,6 +308,7 @@ parse_error parse_roce_frame(std::span<const std::uint8_t> frame, parsed_roce& o
     out.pad_count = static_cast<std::uint8_t>(pad);
     out.roce_length = ip_end;
 
+    if (check == icrc_check::skip) return parse_error::none;
     const std::size_t icrc_at = ip_end - icrc_length;
     out.icrc = load_icrc(frame.data() + icrc_at);
     if (compute_icrc(frame.subspan(l3, icrc_at - l3)) != out.icrc) return parse_error::bad_icrc;

@@ -128,8 +128,11 @@ struct parsed_roce {
 
 // Validates lengths at every step and never reads past frame.size(): IP version and header (and
 // the IPv4 checksum), UDP destination 4791, a known opcode, IP/UDP lengths that agree with the
-// frame (Ethernet padding up to 64 bytes allowed after the ICRC), and the ICRC.
-parse_error parse_roce_frame(std::span<const std::uint8_t> frame, parsed_roce& out);
+// frame (Ethernet padding up to 64 bytes allowed after the ICRC), and the ICRC unless told to skip
+// it (a frame whose ICRC its sender deferred, dataplane/packet.hpp: `out.icrc` is then 0).
+enum class icrc_check : bool { skip, verify };
+parse_error parse_roce_frame(std::span<const std::uint8_t> frame, parsed_roce& out,
+                             icrc_check check = icrc_check::verify);
 
 // Cheap classification (no ICRC): Ethernet [VLAN] / IPv4 or IPv6 that parse_headers() accepts /
 // UDP to port 4791.

@@ -186,6 +186,63 @@ TEST_F(rc_transport, a_corrupted_frame_fails_the_icrc_is_dropped_and_counted_and
     EXPECT_GE(h1.nic->counters().local_ack_timeout_err, 1u);
 }
 
+// A NIC leaves each frame's ICRC to be written where something can see it (dataplane/packet.hpp).
+// A capture is such a place: every frame it records carries the ICRC a receiver checks, and the
+// receiver, given the now sealed frames, checks them all and finds none broken.
+class recording_tap final : public frame_tap {
+public:
+    void on_frame(sim_time, std::span<const std::uint8_t> frame) override {
+        frames.emplace_back(frame.begin(), frame.end());
+    }
+    std::vector<std::vector<std::uint8_t>> frames;
+};
+
+TEST_F(rc_transport, a_capture_sees_every_frame_with_its_icrc_written) {
+    ASSERT_NE(icrc_deferred_flag, 0u) << "the EAL did not grant the deferred-ICRC mbuf flag";
+    connect();
+    recording_tap tap;
+    // Over one NIC (the suite's loopback run) the frames turn around inside it, where its own
+    // capture point is.
+    const auto set_taps = [&](frame_tap* t) {
+        if (one_nic()) return h1.nic->set_loopback_tap(t);
+        _wiring.link_at(_a_to_b).set_tap(t);
+        _wiring.link_at(_b_to_a).set_tap(t);
+    };
+    set_taps(&tap);
+    fill_pattern(h1.memory, 0, 8192, 3);
+    post_send(h1, 1, IBV_WR_RDMA_WRITE, 0, 8192, reinterpret_cast<std::uint64_t>(h2.memory.data()), h2.rkey);
+    run_for(microseconds(50));
+    set_taps(nullptr);
+    ASSERT_EQ(poll(h1.send_cq_control, h1.send_cqes).size(), 1u);
+    ASSERT_GE(tap.frames.size(), 9u); // 8 packets at MTU 1024 and at least one ACK
+    for (const auto& frame : tap.frames) {
+        wire::parsed_roce packet;
+        EXPECT_EQ(wire::parse_roce_frame(frame, packet), wire::parse_error::none);
+        EXPECT_NE(packet.icrc, 0u);
+    }
+    EXPECT_EQ(h2.nic->counters().rx_icrc_encapsulated, 0u);
+    EXPECT_EQ(h1.nic->counters().rx_icrc_encapsulated, 0u);
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 8192, h2.memory.begin()));
+}
+
+// A link's duplicate is a copy of the frame as it was sent, ICRC still to be written: the
+// receiver takes it as a duplicate request, not as a frame with a broken ICRC.
+TEST_F(rc_transport, a_duplicated_frame_is_a_duplicate_request_not_an_icrc_error) {
+    if (one_nic()) GTEST_SKIP() << "over one NIC no frame crosses the cable that duplicates it";
+    connect();
+    link_faults twice;
+    twice.duplication = 1.0;
+    _wiring.link_at(_a_to_b).set_faults(twice);
+    fill_pattern(h1.memory, 0, 4096, 4);
+    post_send(h1, 1, IBV_WR_RDMA_WRITE, 0, 4096, reinterpret_cast<std::uint64_t>(h2.memory.data()), h2.rkey);
+    run_for(microseconds(50));
+    ASSERT_EQ(poll(h1.send_cq_control, h1.send_cqes).size(), 1u);
+    EXPECT_EQ(_wiring.link_at(_a_to_b).counters().frames_duplicated, 4u);
+    EXPECT_EQ(h2.nic->counters().rx_icrc_encapsulated, 0u);
+    EXPECT_EQ(h2.nic->counters().duplicate_request, 4u);
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 4096, h2.memory.begin()));
+}
+
 TEST_F(rc_transport, a_cut_cable_exhausts_retries_after_the_transport_timeout) {
     connect({.retry_cnt = 3, .timeout = 10}); // 4.096 us * 2^10 = 4.19 ms per try
     _wiring.link_at(_a_to_b).set_up(false);
