@@ -203,7 +203,7 @@ private:
             refused(op_name(request.code), "no device is open on this connection");
             return respond(a, false);
         }
-        run(request, a);
+        run(request, received, a);
     }
 
     // A memfd of `length` bytes for a ring, to share with the program once the NIC took it.
@@ -222,7 +222,7 @@ private:
         return true;
     }
 
-    void run(const attach::request& request, const answer_ptr& a) {
+    void run(const attach::request& request, descriptors& received, const answer_ptr& a) {
         using attach::op;
         nic::nic_node* nic = _nic;
         const std::uint32_t ctx = _context;
@@ -242,13 +242,35 @@ private:
             if (m.length && m.address + m.length >= m.address &&
                 (a->reply.status = _memory->check_range(m.address, m.length, writable)))
                 return respond(a);
-            return on_nic(a, [nic, ctx, m](attach::reply& r) {
+            // Pages the library moved onto a memfd (verbs/shared_pages.hpp): mapped here, handed
+            // to the program's memory on the data plane once the MR exists.
+            nic::process_memory::shared_mapping shared;
+            if (m.shared_length) {
+                std::string why;
+                if (!nic::process_memory::map_shared(received.take(0), m.shared_address, m.shared_length, m.address,
+                                                     m.length, shared, why)) {
+                    a->reply.status = EINVAL;
+                    refused("reg_mr", why);
+                    return respond(a, false);
+                }
+            }
+            nic::process_memory* memory = _memory;
+            return on_nic(a, [nic, ctx, m, memory, shared](attach::reply& r) {
                 r.status = nic->reg_mr(ctx, m.pd, m.address, m.length, m.iova, m.access, r.handle, r.reg_mr.lkey,
                                        r.reg_mr.rkey);
+                if (!shared.view) return;
+                if (r.status)
+                    nic::process_memory::unmap_shared(shared);
+                else
+                    memory->add_shared(shared, r.handle);
             });
         }
-        case op::dereg_mr:
-            return on_nic(a, [nic, ctx, handle](attach::reply& r) { r.status = nic->dereg_mr(ctx, handle); });
+        case op::dereg_mr: {
+            nic::process_memory* memory = _memory;
+            return on_nic(a, [nic, ctx, handle, memory](attach::reply& r) {
+                if (!(r.status = nic->dereg_mr(ctx, handle))) memory->remove_shared(handle);
+            });
+        }
         case op::create_comp_channel: {
             int fds[2];
             if (::pipe2(fds, O_CLOEXEC) != 0) {

@@ -17,9 +17,13 @@ inline std::size_t total_length(std::span<const iovec> v) {
     return n;
 }
 
+struct nic_counters;
+
 class address_space {
 public:
     virtual ~address_space() = default;
+    // Where the bytes moved are counted (the NIC's dma_* counters), if anywhere.
+    void count_into(nic_counters* counters) { _counters = counters; }
     // Scatter/gather copies; false when the memory is gone (the process died or unmapped it).
     virtual bool read(std::span<const iovec> local, std::span<const iovec> remote) = 0;
     virtual bool write(std::span<const iovec> local, std::span<const iovec> remote) = 0;
@@ -32,6 +36,9 @@ public:
         iovec l{const_cast<void*>(in), length}, r{reinterpret_cast<void*>(address), length};
         return write({&l, 1}, {&r, 1});
     }
+
+protected:
+    nic_counters* _counters = nullptr;
 };
 
 // This process's own memory: for tests and the virtual-time traffic generator.

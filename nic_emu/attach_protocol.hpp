@@ -16,7 +16,7 @@
 
 namespace rocefab::attach {
 
-inline constexpr std::uint32_t protocol_version = 2;
+inline constexpr std::uint32_t protocol_version = 3;
 inline constexpr std::size_t name_length = 64;
 inline constexpr std::size_t max_devices = 8;
 inline constexpr std::uint32_t gid_table_size = 2; // index 0: link-local from the MAC; 1: IPv4-mapped
@@ -84,6 +84,10 @@ struct request {
             std::uint64_t address;
             std::uint64_t length;
             std::uint64_t iova;
+            // The whole pages of the range the library moved onto a memfd, which comes with the
+            // request (verbs/shared_pages.hpp); length 0 and no descriptor when none did.
+            std::uint64_t shared_address;
+            std::uint64_t shared_length;
         } reg_mr;
         struct {
             std::uint32_t cqe;

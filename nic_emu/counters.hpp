@@ -47,6 +47,8 @@ namespace rocefab::nic {
     X(resp_local_length_error)                                                                                         \
     X(local_protection_errors)                                                                                         \
     X(memory_access_faults) /* registered memory vanished (process died or unmapped it) */                             \
+    X(dma_shared_bytes)     /* registered bytes moved by plain copy: pages the program put on a memfd */               \
+    X(dma_proc_mem_bytes)   /* registered bytes moved through the program's /proc/self/mem */                          \
     X(cq_overflow)                                                                                                     \
     X(comp_events)                                                                                                     \
     X(acks_sent)                                                                                                       \

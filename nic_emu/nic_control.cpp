@@ -259,6 +259,7 @@ std::uint32_t nic_node::open_context(std::unique_ptr<address_space> memory, int 
     context_state& c = _contexts[id];
     c.id = id;
     c.memory = std::move(memory);
+    if (c.memory) c.memory->count_into(&_transport.counters);
     c.async_fd = async_fd;
     if (doorbells.base() && doorbells.length() >= sizeof(hw::doorbell_queue)) {
         c.doorbell_region = std::move(doorbells);

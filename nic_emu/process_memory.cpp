@@ -1,6 +1,10 @@
 #include "nic_emu/process_memory.hpp"
 
+#include "nic_emu/counters.hpp"
+
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <vector>
 #include <cerrno>
@@ -9,6 +13,8 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <string_view>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -62,8 +68,96 @@ std::unique_ptr<process_memory> process_memory::adopt(int mem_fd, int maps_fd, p
 }
 
 process_memory::~process_memory() {
+    for (const shared_segment& s : _shared) unmap_shared(s.mapping);
     ::close(_mem);
     ::close(_maps);
+}
+
+bool process_memory::map_shared(int fd, std::uint64_t address, std::uint64_t length, std::uint64_t within,
+                                std::uint64_t within_length, shared_mapping& out, std::string& why) {
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    struct stat st {};
+    const int seals = fd >= 0 ? ::fcntl(fd, F_GET_SEALS) : -1;
+    if (fd < 0)
+        why = "no memfd came with the shared pages";
+    else if (length == 0 || address % page || length % page || address + length < address || address < within ||
+             address + length > within + within_length)
+        why = "the shared pages are not whole pages within the region";
+    else if (seals < 0 || !(seals & F_SEAL_SHRINK))
+        why = "the shared pages' descriptor is not a memfd sealed against shrinking";
+    else if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < length)
+        why = "the shared pages' memfd is shorter than the pages";
+    else if (void* view = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0); view == MAP_FAILED)
+        why = std::string("the shared pages' memfd cannot be mapped: ") + std::strerror(errno);
+    else
+        out = {address, length, static_cast<std::uint8_t*>(view)};
+    if (fd >= 0) ::close(fd);
+    return out.view != nullptr;
+}
+
+void process_memory::unmap_shared(const shared_mapping& m) { ::munmap(m.view, m.length); }
+
+void process_memory::add_shared(const shared_mapping& m, std::uint32_t owner) {
+    const auto at = std::upper_bound(_shared.begin(), _shared.end(), m.address,
+                                     [](std::uint64_t a, const shared_segment& s) { return a < s.mapping.address; });
+    _shared.insert(at, {m, owner});
+}
+
+void process_memory::remove_shared(std::uint32_t owner) {
+    const auto it = std::find_if(_shared.begin(), _shared.end(), [&](const auto& s) { return s.owner == owner; });
+    if (it == _shared.end()) return;
+    unmap_shared(it->mapping);
+    _shared.erase(it);
+}
+
+std::uint8_t* process_memory::shared_view(std::uint64_t address, std::size_t length) const {
+    // The last segment starting at or below `address`; segments may overlap only if a program
+    // lied about its pages, and then whichever is found is still memory it gave.
+    auto it = std::upper_bound(_shared.begin(), _shared.end(), address,
+                               [](std::uint64_t a, const shared_segment& s) { return a < s.mapping.address; });
+    if (it == _shared.begin()) return nullptr;
+    const shared_mapping& m = (--it)->mapping;
+    const std::uint64_t offset = address - m.address;
+    if (offset >= m.length || length > m.length - offset) return nullptr;
+    return m.view + offset;
+}
+
+bool process_memory::transfer_shared(bool write, std::span<const iovec> local, std::span<const iovec> remote) {
+    constexpr std::size_t max_pieces = 64;
+    if (remote.size() > max_pieces) return false;
+    std::array<std::uint8_t*, max_pieces> views;
+    for (std::size_t i = 0; i < remote.size(); ++i)
+        if (!(views[i] = shared_view(reinterpret_cast<std::uint64_t>(remote[i].iov_base), remote[i].iov_len)))
+            return false;
+    // Copied piece by piece in address order. Within one memcpy the stores of a fast string
+    // copy may become visible out of order; a program that polls the last byte of a message for
+    // its arrival (ib_write_lat does, as it may on a ConnectX) must see it last, so each piece
+    // written ends with its last bytes stored after a fence.
+    constexpr std::size_t tail = 64;
+    std::size_t li = 0, local_offset = 0;
+    for (std::size_t ri = 0; ri < remote.size(); ++ri) {
+        std::uint8_t* view = views[ri];
+        std::size_t left = remote[ri].iov_len;
+        while (left > 0) {
+            while (local_offset == local[li].iov_len) ++li, local_offset = 0;
+            auto* here = static_cast<std::uint8_t*>(local[li].iov_base) + local_offset;
+            const std::size_t take = std::min(left, local[li].iov_len - local_offset);
+            if (!write) {
+                std::memcpy(here, view, take);
+            } else if (take <= tail) {
+                std::memcpy(view, here, take);
+            } else {
+                std::memcpy(view, here, take - tail);
+                std::atomic_thread_fence(std::memory_order_seq_cst);
+                std::memcpy(view + take - tail, here + take - tail, tail);
+            }
+            view += take;
+            left -= take;
+            local_offset += take;
+        }
+    }
+    if (_counters) _counters->dma_shared_bytes += total_length(remote);
+    return true;
 }
 
 bool process_memory::read(std::span<const iovec> local, std::span<const iovec> remote) {
@@ -76,6 +170,7 @@ bool process_memory::write(std::span<const iovec> local, std::span<const iovec> 
 
 bool process_memory::transfer(bool write, std::span<const iovec> local, std::span<const iovec> remote) {
     if (total_length(local) != total_length(remote)) return false;
+    if (!_shared.empty() && transfer_shared(write, local, remote)) return true;
     // One system call for each run of contiguous remote ranges (consecutive packets of a message
     // land next to each other), gathering the local pieces that fill it. The file's offset is
     // the address in the program.
@@ -105,6 +200,7 @@ bool process_memory::transfer(bool write, std::span<const iovec> local, std::spa
         // that is not mapped (or not writable, for a write).
         if (move_run(write, {pieces.data(), n}, run, static_cast<off_t>(start)) != static_cast<ssize_t>(run))
             return false;
+        if (_counters) _counters->dma_proc_mem_bytes += run;
     }
 }
 

@@ -169,11 +169,14 @@ inline bool destroys(attach::op code) {
 
 // Sends a command; returns 0 or the errno value of the verb. Once the device is dead, EIO
 // (and 0 for what destroys an object).
-inline int command(ibv_context* context, attach::request& request, attach::reply& reply, int* fd = nullptr) {
+// `send_fds` ride along with the request.
+inline int command(ibv_context* context, attach::request& request, attach::reply& reply, int* fd = nullptr,
+                   std::span<const int> send_fds = {}) {
     rf_context* ctx = context_of(context);
     if (fd) *fd = -1;
     if (!ctx->dead.load(std::memory_order_acquire)) {
-        if (!ctx->channel.call(request, reply, fd)) return reply.status;
+        if (!ctx->channel.call(request, reply, send_fds, fd ? std::span<int>(fd, 1) : std::span<int>()))
+            return reply.status;
         device_died(ctx); // the daemon's end of the command channel is gone
     }
     return destroys(request.code) ? 0 : EIO;

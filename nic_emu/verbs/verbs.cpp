@@ -11,6 +11,7 @@
 #include "nic_emu/hw_abi.hpp"
 #include "nic_emu/verbs/command_channel.hpp"
 #include "nic_emu/verbs/objects.hpp"
+#include "nic_emu/verbs/shared_pages.hpp"
 
 #include <infiniband/verbs.h>
 // verbs.h wraps these in macros that pick a variant at the call site; here they are defined.
@@ -535,8 +536,15 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
     request.reg_mr.address = reinterpret_cast<std::uint64_t>(addr);
     request.reg_mr.length = length;
     request.reg_mr.iova = iova;
+    // An on-demand-paging MR follows the program's mappings as they change: left where it is.
+    const shared_pages shared = access & IBV_ACCESS_ON_DEMAND ? shared_pages{} : share_pages(addr, length);
+    request.reg_mr.shared_address = shared.address;
+    request.reg_mr.shared_length = shared.length;
     attach::reply reply;
-    if (int error = command(pd->context, request, reply)) {
+    const int error = command(pd->context, request, reply, nullptr,
+                              shared.fd >= 0 ? std::span<const int>(&shared.fd, 1) : std::span<const int>());
+    if (shared.fd >= 0) ::close(shared.fd); // the daemon holds its own copy, the pages their mapping
+    if (error) {
         errno = error;
         return nullptr;
     }

@@ -18,15 +18,17 @@ RESULT_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+", re.M)
 
 
 class perftest_case(fabric_case):
-    def perftest(self, program, *args, timeout=240):
-        """Server on h2, client on h1, both unmodified; returns the client's stdout."""
+    def perftest(self, program, *args, timeout=240, environment=()):
+        """Server on h2, client on h1, both unmodified; returns the client's stdout.
+        `environment`: VAR=value settings for both programs."""
         port = str(free_tcp_port())
         common = ["-d", "rfab0", "-x", "1", "-p", port, *args]
-        server = self.start_on("h2", program, *common)
+        launch = ["env", *environment, program] if environment else [program]
+        server = self.start_on("h2", *launch, *common)
         client = None
         # The server listens once its resources exist: retry the client until it connects.
         for _ in range(100):
-            client = self.run_on("h1", program, *common, self.address_of("h2"), timeout=timeout)
+            client = self.run_on("h1", *launch, *common, self.address_of("h2"), timeout=timeout)
             if "Couldn't connect" not in client.stderr + client.stdout:
                 break
             time.sleep(0.2)
@@ -56,6 +58,27 @@ class rc_send_and_write(perftest_case):
     def test_ib_write_lat(self):
         out = self.perftest("ib_write_lat", "-n", "200")
         self.assertEqual(self.sizes(out), [2])
+
+    def dma_bytes(self):
+        nics = {n["host"]: n["counters"] for n in self.counters()["nics"]}
+        return {h: (c["dma_shared_bytes"], c["dma_proc_mem_bytes"]) for h, c in nics.items()}
+
+    def test_registered_pages_are_moved_by_plain_copy_unless_turned_off(self):
+        # ib_write_bw's buffers are page-aligned: the library moves them onto a memfd the NIC
+        # maps, and every payload byte is read on h1 and written on h2 by memcpy.
+        moved = 200 * 65536
+        before = self.dma_bytes()
+        self.perftest("ib_write_bw", "-s", "65536", "-n", "200")
+        after = self.dma_bytes()
+        self.assertGreaterEqual(after["h1"][0] - before["h1"][0], moved)
+        self.assertGreaterEqual(after["h2"][0] - before["h2"][0], moved)
+        self.assertLess(after["h1"][1] - before["h1"][1], moved // 100)
+        # ROCEFAB_SHARED_MR=0: through /proc/self/mem, as before.
+        self.perftest("ib_write_bw", "-s", "65536", "-n", "200", environment=["ROCEFAB_SHARED_MR=0"])
+        off = self.dma_bytes()
+        self.assertEqual(off["h1"][0], after["h1"][0])
+        self.assertGreaterEqual(off["h1"][1] - after["h1"][1], moved)
+        self.assertGreaterEqual(off["h2"][1] - after["h2"][1], moved)
 
     def test_ib_write_bw_with_inline_and_several_qps(self):
         out = self.perftest("ib_write_bw", "-s", "64", "-I", "64", "-q", "4", "-n", "500")
