@@ -3,7 +3,12 @@
 #include "dataplane/wire/ip.hpp"
 #include "dataplane/wire/udp.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <new>
+#include <numeric>
+#include <sys/mman.h>
+#include <utility>
 
 namespace rocefab::switch_emu {
 namespace {
@@ -39,16 +44,69 @@ std::uint32_t mix_bytes(std::uint32_t h, const std::uint8_t* bytes, std::size_t 
 
 } // namespace
 
-route_table::route_table(const std::vector<route_spec>& routes) {
+ipv4_lpm::ipv4_lpm(std::span<const std::uint32_t> prefixes, std::span<const std::uint8_t> lengths,
+                   std::span<const std::int32_t> groups) {
+    void* mapped = ::mmap(nullptr, first_level_entries * sizeof(std::uint32_t), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mapped == MAP_FAILED) throw std::bad_alloc();
+    _first = static_cast<std::uint32_t*>(mapped); // zero: no prefix covers any /24 yet
+    // Shorter prefixes first, so that a longer one overwrites what it covers and an entry ends
+    // up with the longest: no prefix length needs keeping per entry. A second-level block
+    // starts as a copy of the entry it replaces, the longest prefix of 24 bits or fewer, which
+    // the order guarantees is already final.
+    std::vector<std::size_t> order(prefixes.size());
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lengths[a] < lengths[b]; });
+    for (const std::size_t i : order) {
+        const std::uint32_t prefix = prefixes[i];
+        const unsigned length = lengths[i];
+        const auto entry = static_cast<std::uint32_t>(groups[i] + 1);
+        if (length == 0) {
+            _default_group = groups[i];
+        } else if (length <= 24) {
+            const std::size_t first = prefix >> 8;
+            std::fill_n(_first + first, std::size_t(1) << (24 - length), entry);
+        } else {
+            std::uint32_t& top = _first[prefix >> 8];
+            if (!(top & second_level)) {
+                const auto block = static_cast<std::uint32_t>(_second.size() / 256);
+                _second.resize(_second.size() + 256, top);
+                top = second_level | block;
+            }
+            const std::size_t first = std::size_t(top & ~second_level) << 8 | (prefix & 0xffu);
+            std::fill_n(_second.begin() + static_cast<std::ptrdiff_t>(first), std::size_t(1) << (32 - length), entry);
+        }
+    }
+}
+
+ipv4_lpm::ipv4_lpm(ipv4_lpm&& other) noexcept
+    : _first(std::exchange(other._first, nullptr)), _second(std::move(other._second)),
+      _default_group(other._default_group) {}
+
+ipv4_lpm::~ipv4_lpm() {
+    if (_first) ::munmap(_first, first_level_entries * sizeof(std::uint32_t));
+}
+
+route_table::route_table(const std::vector<route_spec>& routes) : _v4(build_v4(routes)) {
     for (const auto& route : routes) {
         const auto group = static_cast<std::int32_t>(_groups.size());
         _groups.push_back({static_cast<std::uint32_t>(_ports.size()), static_cast<std::uint32_t>(route.ports.size())});
         _ports.insert(_ports.end(), route.ports.begin(), route.ports.end());
-        if (route.v6)
-            insert(_v6, route.prefix.bytes.data(), route.length, group);
-        else
-            insert(_v4, route.prefix.bytes.data() + 12, route.length, group); // the a.b.c.d of ::ffff:a.b.c.d
+        if (route.v6) insert(_v6, route.prefix.bytes.data(), route.length, group);
     }
+}
+
+ipv4_lpm route_table::build_v4(const std::vector<route_spec>& routes) {
+    std::vector<std::uint32_t> prefixes;
+    std::vector<std::uint8_t> lengths;
+    std::vector<std::int32_t> groups;
+    for (std::size_t i = 0; i < routes.size(); ++i) {
+        if (routes[i].v6) continue;
+        prefixes.push_back(routes[i].prefix.v4()); // the a.b.c.d of ::ffff:a.b.c.d
+        lengths.push_back(static_cast<std::uint8_t>(routes[i].length));
+        groups.push_back(static_cast<std::int32_t>(i)); // groups are numbered as the routes are listed
+    }
+    return ipv4_lpm(prefixes, lengths, groups);
 }
 
 void route_table::insert(trie& t, const std::uint8_t* key, unsigned length, std::int32_t group) {
@@ -100,8 +158,6 @@ std::uint32_t flow_hash(rte_mbuf* frame, const parsed_frame& parsed, std::uint32
 }
 
 router::router(const switch_spec& spec) : _table(spec.routes), _adaptive(spec), _ecmp_seed(spec.ecmp_seed) {
-    const std::uint8_t unspecified[4] = {};
-    _last_v4 = {0, _table.lookup_v4(unspecified)};
     // The table numbers next hops as the routes list them, route by route.
     for (const auto& route : spec.routes)
         for (std::size_t i = 0; i < route.ports.size(); ++i) {

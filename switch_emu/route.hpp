@@ -22,11 +22,55 @@ struct route_group {
     bool adaptive = false; // an adaptive-routing group (adaptive_routing.hpp)
 };
 
-// Longest-prefix match over IPv4 and IPv6: two multibit tries with a stride of 8 bits, built
-// once at construction in flat arrays. A node is 256 entries, one per value of the next
-// address byte; a prefix ending inside that byte is expanded over every entry it covers (a /26
-// fills 64), and an entry keeps the longest prefix that reached it. A lookup is one array load
-// per address byte, at most 4 for IPv4 and 16 for IPv6, and allocates nothing.
+// IPv4 longest-prefix match as DIR-24-8 (Gupta, Lin and McKeown, INFOCOM 1998), the layout of
+// DPDK's rte_lpm: a first table with one entry for each of the 2^24 /24s, indexed by the top 24
+// bits of the address, holding the route of the longest prefix of at most 24 bits that covers
+// it, or, where a longer prefix lies inside that /24, the number of a 256-entry second-level
+// block indexed by the last byte. A lookup is one load, or two for an address inside a prefix
+// longer than /24, whatever the destination: no state is kept between lookups.
+//
+// Not rte_lpm itself: it takes its 64 MiB first table from the EAL's heap and zeroes it, which
+// with --no-huge is a fixed-size region (eal_options::memory_mb) that a few switches would
+// exhaust, and it would make every switch resident for the whole table. Here the table is an
+// anonymous mapping: a page costs memory only once a route has been written into it, so a
+// switch pays 4 bytes per /24 its prefixes cover (4 KiB pages, or 2 MiB ones where transparent
+// huge pages are on), and a /0 route is kept aside rather than written into all 2^24 entries.
+class ipv4_lpm {
+public:
+    // Prefix `i` of `prefixes` (host order, host bits clear) has length `lengths[i]` and
+    // leads to group `i`; each (prefix, length) at most once. Throws std::bad_alloc when the
+    // table cannot be mapped.
+    ipv4_lpm(std::span<const std::uint32_t> prefixes, std::span<const std::uint8_t> lengths,
+             std::span<const std::int32_t> groups);
+    ipv4_lpm(ipv4_lpm&& other) noexcept;
+    ipv4_lpm& operator=(ipv4_lpm&&) = delete;
+    ipv4_lpm(const ipv4_lpm&) = delete;
+    ~ipv4_lpm();
+
+    // The group of the longest prefix covering `address` (host order), or -1.
+    std::int32_t lookup(std::uint32_t address) const {
+        std::uint32_t entry = _first[address >> 8];
+        if (entry & second_level) [[unlikely]]
+            entry = _second[(entry & ~second_level) << 8 | (address & 0xffu)];
+        return entry == 0 ? _default_group : static_cast<std::int32_t>(entry - 1);
+    }
+
+    static constexpr std::size_t first_level_entries = std::size_t(1) << 24;
+
+private:
+    // An entry: 0 when no prefix of the level's reach covers it (the /0 route applies, if
+    // any), else the group + 1; in the first level, with second_level set, a block number.
+    static constexpr std::uint32_t second_level = 0x8000'0000u;
+    std::uint32_t* _first = nullptr;    // first_level_entries, mapped
+    std::vector<std::uint32_t> _second; // blocks of 256
+    std::int32_t _default_group = -1;
+};
+
+// Longest-prefix match over IPv4 and IPv6, built once at construction: IPv4 in a DIR-24-8 table
+// (ipv4_lpm), IPv6 in a multibit trie with a stride of 8 bits in flat arrays. A trie node is 256
+// entries, one per value of the next address byte; a prefix ending inside that byte is expanded
+// over every entry it covers (a /26 fills 64), and an entry keeps the longest prefix that reached
+// it. An IPv6 lookup is one array load per address byte, at most 16. Neither allocates.
 class route_table {
 public:
     // `routes` must have passed validate().
@@ -34,8 +78,12 @@ public:
 
     // nullptr when no prefix covers the address. `destination` points at 4 (IPv4) or 16 (IPv6)
     // bytes in network order, as they sit in the header.
-    const route_group* lookup_v4(const std::uint8_t* destination) const { return lookup(_v4, destination, 32); }
-    const route_group* lookup_v6(const std::uint8_t* destination) const { return lookup(_v6, destination, 128); }
+    const route_group* lookup_v4(const std::uint8_t* destination) const {
+        const std::uint32_t address = std::uint32_t(destination[0]) << 24 | std::uint32_t(destination[1]) << 16 |
+                                      std::uint32_t(destination[2]) << 8 | destination[3];
+        return group(_v4.lookup(address));
+    }
+    const route_group* lookup_v6(const std::uint8_t* destination) const { return group(lookup(_v6, destination)); }
     std::span<const std::uint16_t> ports(const route_group& group) const { return {&_ports[group.first], group.count}; }
     // Marks the groups whose ports `is_adaptive(std::span<const std::uint16_t>)` accepts.
     template <typename Predicate> void mark_adaptive(Predicate&& is_adaptive) {
@@ -54,21 +102,24 @@ private:
         std::int32_t default_group = -1;
     };
 
+    static ipv4_lpm build_v4(const std::vector<route_spec>& routes);
     static void insert(trie& t, const std::uint8_t* key, unsigned length, std::int32_t group);
-    const route_group* lookup(const trie& t, const std::uint8_t* key, unsigned max_bits) const {
+    static std::int32_t lookup(const trie& t, const std::uint8_t* key) {
         std::int32_t best = t.default_group;
         std::size_t node = 0;
-#pragma GCC unroll 4 // all of IPv4's levels: no loop counter between the dependent loads
-        for (unsigned level = 0; level < max_bits / 8; ++level) {
+        for (unsigned level = 0; level < 16; ++level) {
             const trie_entry& e = t.entries[node * 256 + key[level]];
             if (e.group >= 0) best = e.group; // deeper entries hold longer prefixes
             if (e.child < 0) break;
             node = static_cast<std::size_t>(e.child);
         }
-        return best < 0 ? nullptr : &_groups[static_cast<std::size_t>(best)];
+        return best;
+    }
+    const route_group* group(std::int32_t index) const {
+        return index < 0 ? nullptr : &_groups[static_cast<std::size_t>(index)];
     }
 
-    trie _v4;
+    ipv4_lpm _v4;
     trie _v6;
     std::vector<route_group> _groups;
     std::vector<std::uint16_t> _ports; // each next hop's port, by next-hop index, the routes' order
@@ -100,8 +151,8 @@ public:
         auto* ipv4 = parsed.v6 ? nullptr : rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, parsed.l3_offset);
         auto* ipv6 = parsed.v6 ? rte_pktmbuf_mtod_offset(frame, wire::ipv6_header*, parsed.l3_offset) : nullptr;
 
-        const route_group* group =
-            ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data()) : lookup_v4(ipv4->destination);
+        const route_group* group = ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data())
+                                        : _table.lookup_v4(reinterpret_cast<const std::uint8_t*>(&ipv4->destination));
         if (!group) return route_verdict::no_route;
         const hop_rewrite& hop =
             _rewrites[group->first + (group->count > 1 ? choose_member(frame, parsed, *group) : 0)];
@@ -130,14 +181,6 @@ private:
     // The member of an ECMP group (more than one) the frame takes: by its flow hash, or for RoCE
     // on an adaptive-routing group, by adaptive().
     std::uint32_t choose_member(rte_mbuf* frame, const parsed_frame& parsed, const route_group& group);
-    // The table's lookup, remembering the last IPv4 destination and its route: the frames that
-    // arrive together are mostly one flow's (a RoCE message is a train of MTU-sized packets),
-    // and the table does not change after construction.
-    const route_group* lookup_v4(const wire::be32& destination) {
-        if (destination.raw() != _last_v4.destination)
-            _last_v4 = {destination.raw(), _table.lookup_v4(reinterpret_cast<const std::uint8_t*>(&destination))};
-        return _last_v4.group;
-    }
     // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), for the 16-bit word holding TTL and protocol.
     static void decrement_ttl(wire::ipv4_header& ip) {
         const std::uint16_t old_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
@@ -164,10 +207,6 @@ private:
     adaptive_routing _adaptive;
     std::uint64_t _rerouted = 0;
     std::vector<hop_rewrite> _rewrites; // by next-hop index: route_group::first + member
-    struct {
-        std::uint32_t destination; // as in the header
-        const route_group* group;
-    } _last_v4;
     std::uint32_t _ecmp_seed;
 };
 

@@ -124,8 +124,8 @@ private:
     // The transmit stage (transmit.cpp): sends from `port` while its link is idle.
     bool drain_port(std::uint16_t port, sim_time now);
     // Sends `frame`, of class `tc`, the scheduler's choice, out of `port`: its buffer is
-    // released and the port's and queue's tx counters count it.
-    void send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now);
+    // released and the port's and queue's tx counters count it. Returns the link's busy_until.
+    sim_time send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now);
     // The classes of `port` that may send at `now`: not paused by PFC, unless the watchdog
     // forwards a stormed queue regardless (bit t: TC t).
     std::uint8_t sendable_classes(std::uint16_t port, sim_time now) const {

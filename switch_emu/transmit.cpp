@@ -12,14 +12,16 @@ namespace rocefab::switch_emu {
 
 bool switch_node::drain_port(std::uint16_t port, sim_time now) {
     const std::uint8_t sendable = sendable_classes(port, now);
-    bool sent_any = false;
+    std::uint8_t ready = _queues.backlog(port) & sendable;
+    if (ready == 0) return false; // what may go is asked before the link (a call to the driver), usually nothing
     // Bounded by the queue contents: even a link that never reports busy cannot loop us forever.
-    for (;;) {
-        // What may go is asked before the link (a call to the driver), usually nothing.
-        const std::uint8_t ready = _queues.backlog(port) & sendable;
-        if (ready == 0 || !link_free(port, now)) break;
+    // After the first frame the link's busy time is the one transmit() returned, not asked again.
+    const sim_time takes_until = link_takes_until(now);
+    bool sent_any = false;
+    for (sim_time busy = busy_until(port); ready != 0 && busy <= takes_until;
+         ready = _queues.backlog(port) & sendable) {
         const std::uint8_t tc = *_scheduler.pick(port, ready);
-        send_frame(port, tc, _queues.dequeue(port, tc), now);
+        busy = send_frame(port, tc, _queues.dequeue(port, tc), now);
         sent_any = true;
     }
     return sent_any;
@@ -35,12 +37,12 @@ bool switch_node::drain_port(std::uint16_t port, sim_time now) {
         send_pfc(m.ingress_port, m.priority, 0, now);
 }
 
-void switch_node::send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now) {
+sim_time switch_node::send_frame(std::uint16_t port, std::uint8_t tc, rte_mbuf* frame, sim_time now) {
     const std::uint32_t length = rte_pktmbuf_pkt_len(frame);
     release_frame(frame, port, now);
     _scheduler.sent(port, tc, length);
     count_sent(port, tc, 1, length);
-    transmit(port, frame, now);
+    return transmit(port, frame, now);
 }
 
 void switch_node::poll_watchdog(sim_time now) {
