@@ -3,6 +3,7 @@
 #include "dataplane/eal.hpp"
 #include "dataplane/wire/bth.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cinttypes>
@@ -154,7 +155,15 @@ simulation::simulation(const scenario& s) : _scenario(s) {
     _fabric = std::make_unique<control::fabric_builder>(topo, control::clocking::virtual_time);
     for (const auto& host : _fabric->nics()) _nics.push_back(host.at(0).get());
     _traffic = std::make_unique<traffic_generator>(s, _nics);
-    _fabric->wiring().add_node(*_traffic);
+    rocefab::wiring& w = _fabric->wiring();
+    std::vector<node_id> nic_ids(_nics.size());
+    for (node_id i = 0; i < w.node_count(); ++i) {
+        const auto found = std::find(_nics.begin(), _nics.end(), &w.node_at(i));
+        if (found != _nics.end()) nic_ids[static_cast<std::size_t>(found - _nics.begin())] = i;
+    }
+    // A host's traffic posts WRITEs to its NIC's send queues and reads its completion queues:
+    // each side's work changes what the other's next_deadline() says.
+    for (const auto& host : _traffic->hosts()) w.couple(w.add_node(*host), nic_ids[host->host()]);
     _recorder = std::make_unique<recorder>(*this, s);
     _fabric->wiring().add_node(*_recorder);
     _fabric->wiring().attach_all(pool);
