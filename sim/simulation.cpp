@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <cinttypes>
 #include <filesystem>
@@ -19,17 +20,20 @@ namespace {
 
 constexpr std::uint32_t framing_per_packet = 82; // Ethernet, IPv4, UDP, BTH, ICRC, FCS, preamble, gap
 
-std::string format_us(sim_time t) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f", static_cast<double>(t) / 1000.0);
-    return text;
+// What printf's "%.3f" writes: std::to_chars with a precision is specified to give printf's
+// text in the "C" locale, without parsing a format. The recorder writes thousands of numbers a
+// sample; through snprintf that was 9 % of the simulation loop's instructions (16:1 incast).
+// Cut at 31 characters as the 32-byte snprintf before it was (no value of a sample is that long).
+std::string format_fixed3(double value) {
+    char text[400]; // room for any double in fixed notation
+    const auto [end, error] = std::to_chars(text, text + sizeof text, value, std::chars_format::fixed, 3);
+    if (error != std::errc{}) return {};
+    return {text, std::min<std::size_t>(static_cast<std::size_t>(end - text), 31)};
 }
 
-std::string format_gbps(double bps) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f", bps / 1e9);
-    return text;
-}
+std::string format_us(sim_time t) { return format_fixed3(static_cast<double>(t) / 1000.0); }
+
+std::string format_gbps(double bps) { return format_fixed3(bps / 1e9); }
 
 } // namespace
 
