@@ -137,7 +137,7 @@ bool link::transmit(rte_mbuf* frame, sim_time now) {
         transmit_with_faults(frame, length);
         return true;
     }
-    rte_ring_sp_enqueue(_ring, frame);
+    enqueue(_ring, frame);
     return true;
 }
 
@@ -166,9 +166,9 @@ void link::transmit_with_faults(rte_mbuf* frame, std::uint32_t length) {
             m.arrival = std::max(m.arrival + _faults.reorder_delay, _last_held_arrival);
             _last_held_arrival = m.arrival;
             bump(_frames_reordered);
-            rte_ring_sp_enqueue(_held, frame);
+            enqueue(_held, frame);
         } else {
-            rte_ring_sp_enqueue(_ring, frame); // room was checked by transmit()
+            enqueue(_ring, frame); // room was checked by transmit()
         }
     }
     if (!copy) return;
@@ -186,7 +186,7 @@ void link::transmit_with_faults(rte_mbuf* frame, std::uint32_t length) {
     m.ingress_port = _to.port;
     if (_tap) _tap->on_frame(departure, frame_bytes(copy)); // copied from the original, sealed for its tap
     bump(_frames_duplicated);
-    rte_ring_sp_enqueue(_ring, copy);
+    enqueue(_ring, copy);
 }
 
 void link::corrupt_or_drop(rte_mbuf*& frame) {

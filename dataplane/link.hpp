@@ -133,6 +133,17 @@ public:
     virtual void on_frame(sim_time departure, std::span<const std::uint8_t> frame) = 0;
 };
 
+// Told of every frame a link queues for delivery, with the time it arrives: the virtual-time
+// driver keeps its calendar from these instead of asking every link at every instant. Runs on
+// the sending side's thread, inside transmit().
+class arrival_listener {
+public:
+    virtual void frame_queued(link_id id, sim_time arrival) = 0;
+
+protected:
+    ~arrival_listener() = default;
+};
+
 class link {
 public:
     // Control path: throws std::runtime_error when the ring cannot be created (EAL not
@@ -170,6 +181,12 @@ public:
 
     // nullptr removes the tap. Set it from the data plane thread (through its mailbox).
     void set_tap(frame_tap* tap) { _tap = tap; }
+
+    // nullptr removes the listener; `id` is what it is told. Only the virtual-time driver sets one.
+    void set_arrival_listener(arrival_listener* listener, link_id id) {
+        _listener = listener;
+        _listener_id = id;
+    }
 
     link_counters counters() const;
 
@@ -216,6 +233,11 @@ private:
     bool fill_held_head();
     // The head to deliver next: &_head or &_held_head, or nullptr when both are empty.
     rte_mbuf** earliest_head();
+    // Puts a timed frame on the wire (`ring`: _ring, or _held for a frame held back).
+    void enqueue(rte_ring* ring, rte_mbuf* frame) {
+        rte_ring_sp_enqueue(ring, frame);
+        if (_listener) _listener->frame_queued(_listener_id, meta(frame).arrival);
+    }
     // Fault injection on a frame already timed and counted; takes ownership.
     void transmit_with_faults(rte_mbuf* frame, std::uint32_t length);
     void corrupt_or_drop(rte_mbuf*& frame);
@@ -231,6 +253,8 @@ private:
     // Sending side.
     alignas(64) sim_time _busy_until = 0;
     frame_tap* _tap = nullptr;
+    arrival_listener* _listener = nullptr;
+    link_id _listener_id = 0;
     std::atomic<bool> _up{true};
     std::atomic<std::uint64_t> _tx_frames{0};
     std::atomic<std::uint64_t> _tx_bytes{0};

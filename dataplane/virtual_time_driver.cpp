@@ -2,18 +2,40 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 
 namespace rocefab {
 
 virtual_time_driver::virtual_time_driver(wiring& w, sim_time start)
-    : _wiring(w), _now(start), _done_through(start - 1) {}
+    : _wiring(w), _now(start), _done_through(start - 1) {
+    resync();
+}
 
-sim_time virtual_time_driver::next_event_time() {
-    sim_time earliest = never;
-    for (std::size_t i = 0; i < _wiring.link_count(); ++i)
-        earliest = std::min(earliest, _wiring.link_at(static_cast<link_id>(i)).next_arrival());
-    for (std::size_t i = 0; i < _wiring.node_count(); ++i)
-        earliest = std::min(earliest, _wiring.node_at(static_cast<node_id>(i)).next_deadline());
+virtual_time_driver::~virtual_time_driver() {
+    for (std::size_t k = 0; k < _wiring.link_count(); ++k)
+        _wiring.link_at(static_cast<link_id>(k)).set_arrival_listener(nullptr, 0);
+}
+
+void virtual_time_driver::resync() {
+    const std::size_t nodes = _wiring.node_count(), links = _wiring.link_count();
+    if (_calendar.capacity() != nodes + links) { // the wiring grew since the last call
+        _calendar.reset(nodes + links);
+        _node_flags.assign(nodes, {});
+        _link_queued.assign(links, 0);
+    }
+    for (std::size_t k = 0; k < links; ++k) {
+        link& l = _wiring.link_at(static_cast<link_id>(k));
+        l.set_arrival_listener(this, static_cast<link_id>(k));
+        _calendar.set(link_entity(static_cast<link_id>(k)), l.next_arrival());
+    }
+    for (std::size_t i = 0; i < nodes; ++i) {
+        _node_flags[i].stale = 0;
+        _calendar.set(static_cast<std::uint32_t>(i), _wiring.node_at(static_cast<node_id>(i)).next_deadline());
+    }
+}
+
+sim_time virtual_time_driver::earliest_event() const {
+    sim_time earliest = _calendar.earliest();
     if (earliest == never) return never;
     // Arrivals are never in the past (everything due was delivered); only a stale deadline
     // is, or one set from outside between runs. Time never goes back, and an instant already
@@ -23,10 +45,87 @@ sim_time virtual_time_driver::next_event_time() {
     return earliest;
 }
 
+sim_time virtual_time_driver::next_event_time() {
+    resync();
+    return earliest_event();
+}
+
+void virtual_time_driver::schedule_node(node_id i) {
+    node_flags& f = _node_flags[i];
+    if (f.queued) return;
+    f.queued = 1;
+    _calendar.remove(i);
+    if (_phase == phase::polling && i > _cursor) {
+        _nodes_now.push_back(i);
+        std::push_heap(_nodes_now.begin(), _nodes_now.end(), std::greater<>{});
+    } else {
+        _nodes_next.push_back(i);
+    }
+}
+
+void virtual_time_driver::schedule_link(link_id k) {
+    if (_link_queued[k]) return;
+    _link_queued[k] = 1;
+    _calendar.remove(link_entity(k));
+    if (_phase == phase::delivering && k > _cursor) {
+        _links_now.push_back(k);
+        std::push_heap(_links_now.begin(), _links_now.end(), std::greater<>{});
+    } else {
+        _links_next.push_back(k);
+    }
+}
+
+void virtual_time_driver::requery_node(node_id i) {
+    _node_flags[i].stale = 0;
+    const sim_time deadline = _wiring.node_at(i).next_deadline();
+    if (_phase != phase::between_instants && deadline <= _instant)
+        schedule_node(i);
+    else
+        _calendar.set(i, deadline);
+}
+
+void virtual_time_driver::requery_link(link_id k) {
+    const sim_time arrival = _wiring.link_at(k).next_arrival();
+    if (_phase != phase::between_instants && arrival <= _instant)
+        schedule_link(k);
+    else
+        _calendar.set(link_entity(k), arrival);
+}
+
+void virtual_time_driver::touch_coupled(node_id i) {
+    for (const node_id other : _wiring.coupled(i)) {
+        _node_flags[other].stale = 1;
+        schedule_node(other);
+    }
+}
+
+void virtual_time_driver::frame_queued(link_id k, sim_time arrival) {
+    // A link already among what is due, or being emptied now, is asked again once served.
+    if (_link_queued[k] || k == _delivering) return;
+    if (_phase != phase::between_instants && arrival <= _instant) {
+        schedule_link(k); // a zero-time link
+        return;
+    }
+    // Frames are queued in arrival order on each of the link's two rings, so a new frame can
+    // only move the link's next arrival earlier when it is the first of its ring.
+    const std::uint32_t entity = link_entity(k);
+    if (arrival < _calendar.time_of(entity)) _calendar.set(entity, arrival);
+}
+
 bool virtual_time_driver::deliver_due(sim_time t) {
+    if (_links_next.empty()) return false;
+    _links_now.swap(_links_next);
+    std::make_heap(_links_now.begin(), _links_now.end(), std::greater<>{});
+    _phase = phase::delivering;
     bool delivered_any = false;
-    for (std::size_t i = 0; i < _wiring.link_count(); ++i) {
-        link& l = _wiring.link_at(static_cast<link_id>(i));
+    while (!_links_now.empty()) {
+        std::pop_heap(_links_now.begin(), _links_now.end(), std::greater<>{});
+        const link_id k = _links_now.back();
+        _links_now.pop_back();
+        _link_queued[k] = 0;
+        _cursor = k;
+        _delivering = k;
+        link& l = _wiring.link_at(k);
         const link_endpoint to = l.to();
         node& receiver = _wiring.node_at(to.node);
         // What is due is handed over in bursts, as the realtime driver does: the switch takes
@@ -36,48 +135,106 @@ bool virtual_time_driver::deliver_due(sim_time t) {
             const unsigned n = l.take_ready(t, burst);
             if (n == 0) break;
             receiver.receive_burst(to.port, {burst.data(), n}, t);
-            _received[to.node] = 1;
+            _node_flags[to.node].received = 1;
+            schedule_node(to.node);
+            touch_coupled(to.node);
             _frames_delivered += n;
             delivered_any = true;
         }
+        _delivering = nobody;
+        requery_link(k);
     }
+    _phase = phase::gathering;
+    _cursor = nobody;
     return delivered_any;
 }
 
 bool virtual_time_driver::poll_due(sim_time t) {
+    if (_nodes_next.empty()) return false;
+    _nodes_now.swap(_nodes_next);
+    std::make_heap(_nodes_now.begin(), _nodes_now.end(), std::greater<>{});
+    _phase = phase::polling;
     bool worked = false;
-    for (std::size_t i = 0; i < _wiring.node_count(); ++i) {
-        node& n = _wiring.node_at(static_cast<node_id>(i));
-        if (!_received[i] && n.next_deadline() > t) continue;
-        _received[i] = 0;
+    while (!_nodes_now.empty()) {
+        std::pop_heap(_nodes_now.begin(), _nodes_now.end(), std::greater<>{});
+        const node_id i = _nodes_now.back();
+        _nodes_now.pop_back();
+        node_flags& f = _node_flags[i];
+        f.queued = 0;
+        _cursor = i;
+        node& n = _wiring.node_at(i);
+        // Queued because a coupled node worked: due only if its deadline says so now, as the
+        // loop in the header would find looking at it here.
+        if (!f.received && f.stale) {
+            f.stale = 0;
+            const sim_time deadline = n.next_deadline();
+            if (deadline > t) {
+                _calendar.set(i, deadline);
+                continue;
+            }
+        }
+        f.received = 0;
         worked |= n.poll(t);
+        requery_node(i);
+        touch_coupled(i);
     }
+    _phase = phase::gathering;
+    _cursor = nobody;
     return worked;
 }
 
-bool virtual_time_driver::step(sim_time limit) {
-    const sim_time t = next_event_time();
+bool virtual_time_driver::process_next_instant(sim_time limit) {
+    const sim_time t = earliest_event();
     if (t == never || t > limit) return false;
     _now = t;
     _done_through = t;
+    _instant = t;
     ++_instants;
-    _received.assign(_wiring.node_count(), 0);
+    _phase = phase::gathering;
+    const auto nodes = static_cast<std::uint32_t>(_wiring.node_count());
+    while (!_calendar.empty() && _calendar.earliest() <= t) {
+        const std::uint32_t id = _calendar.pop();
+        if (id < nodes)
+            schedule_node(id);
+        else
+            schedule_link(id - nodes);
+    }
     for (unsigned round = 0; round < max_rounds_per_instant; ++round) {
         const bool delivered = deliver_due(t);
         const bool polled = poll_due(t);
         if (!delivered && !polled) break;
     }
+    // What is still queued (the last round did no work, or the rounds ran out) waits in the
+    // calendar, due at once: next_event_time() makes that the next nanosecond.
+    _phase = phase::between_instants;
+    for (const node_id i : _nodes_next) {
+        _node_flags[i] = {};
+        _calendar.set(i, _wiring.node_at(i).next_deadline());
+    }
+    _nodes_next.clear();
+    for (const link_id k : _links_next) {
+        _link_queued[k] = 0;
+        _calendar.set(link_entity(k), _wiring.link_at(k).next_arrival());
+    }
+    _links_next.clear();
     return true;
 }
 
+bool virtual_time_driver::step(sim_time limit) {
+    resync();
+    return process_next_instant(limit);
+}
+
 void virtual_time_driver::run_until(sim_time end) {
-    while (step(end)) {}
+    resync();
+    while (process_next_instant(end)) {}
     if (end > _now) _now = end;
 }
 
 bool virtual_time_driver::run_until_idle(sim_time limit) {
-    while (step(limit)) {}
-    if (next_event_time() == never) return true;
+    resync();
+    while (process_next_instant(limit)) {}
+    if (earliest_event() == never) return true;
     if (limit > _now) _now = limit;
     return false;
 }

@@ -9,10 +9,23 @@
 //   2. every node that received a frame at t, or whose next_deadline() <= t, is polled at t,
 //      nodes in index order;
 //   steps 1-2 repeat while they do work, since a zero-delay link or a poll can create more
-//   work at the same instant.
-// Cost per instant is O(links + nodes): fine for the tens of nodes of a lab fabric.
+//   work at the same instant. A link that gets a due frame, or a node whose deadline becomes
+//   due, while its step runs is served in that same step if its index is still ahead, in the
+//   next round otherwise.
+//
+// The driver keeps a calendar (event_calendar.hpp) of every link's next arrival and every
+// node's next deadline, so an instant costs O(what is due × log(links + nodes)), not a look at
+// every link and node. That rests on when those times can change:
+//   - a link's next arrival, when a frame is queued (it tells the driver: arrival_listener)
+//     and when the driver takes frames off it;
+//   - a node's next deadline, only through its own receive() and poll(), or those of a node
+//     coupled to it (wiring::couple), or from outside between calls to the driver (every
+//     public call starts by asking all of them again).
+// The driver asks again after each of these, at the point where the loop above would have
+// looked, so the order of deliveries and polls is the one the loop above defines.
 #pragma once
 
+#include "dataplane/event_calendar.hpp"
 #include "dataplane/time.hpp"
 #include "dataplane/wiring.hpp"
 
@@ -21,7 +34,7 @@
 
 namespace rocefab {
 
-class virtual_time_driver {
+class virtual_time_driver final : private arrival_listener {
 public:
     // Re-checks at one instant before moving on. Bounds a livelock of misbehaving nodes (a
     // poll that always claims work) so that time still advances.
@@ -29,7 +42,12 @@ public:
     // The most frames of one link handed to its receiver in one receive_burst().
     static constexpr unsigned delivery_burst = 64;
 
+    // The wiring must outlive the driver: the driver listens to its links, and stops on
+    // destruction.
     explicit virtual_time_driver(wiring& w, sim_time start = 0);
+    ~virtual_time_driver();
+    virtual_time_driver(const virtual_time_driver&) = delete;
+    virtual_time_driver& operator=(const virtual_time_driver&) = delete;
 
     sim_time now() const { return _now; }
 
@@ -53,13 +71,53 @@ public:
     std::uint64_t frames_delivered() const { return _frames_delivered; }
 
 private:
+    // What the instant being processed is doing.
+    enum class phase : std::uint8_t { between_instants, gathering, delivering, polling };
+    static constexpr std::uint32_t nobody = ~0u;
+
+    // Asks every node and link again: what may have changed between calls.
+    void resync();
+    sim_time earliest_event() const;
+    bool process_next_instant(sim_time limit);
     bool deliver_due(sim_time t);
     bool poll_due(sim_time t);
 
+    void frame_queued(link_id id, sim_time arrival) override;
+    // Puts node i (link k) among what is served at this instant: in the step running now if
+    // its index is still ahead, in the next round otherwise.
+    void schedule_node(node_id i);
+    void schedule_link(link_id k);
+    // Asks node i's deadline (link k's next arrival) again: due now, or into the calendar.
+    void requery_node(node_id i);
+    void requery_link(link_id k);
+    // Something node i did can have changed its coupled nodes' deadlines.
+    void touch_coupled(node_id i);
+
+    std::uint32_t link_entity(link_id k) const { return static_cast<std::uint32_t>(_wiring.node_count()) + k; }
+
     wiring& _wiring;
     sim_time _now;
-    sim_time _done_through;              // the last instant processed
-    std::vector<std::uint8_t> _received; // per node: got a frame at this instant, poll it
+    sim_time _done_through;   // the last instant processed
+    event_calendar _calendar; // nodes 0 .. n-1, then links n .. n+l-1
+
+    phase _phase = phase::between_instants;
+    sim_time _instant = 0;          // the instant being processed
+    std::uint32_t _cursor = nobody; // the index the running step has reached
+    link_id _delivering = nobody;   // the link whose frames are being handed over
+
+    // Per node: got a frame at this instant (poll it), is among what is served at this
+    // instant, must have its deadline asked again before it is looked at.
+    struct node_flags {
+        std::uint8_t received = 0;
+        std::uint8_t queued = 0;
+        std::uint8_t stale = 0;
+    };
+    std::vector<node_flags> _node_flags;
+    std::vector<std::uint8_t> _link_queued;
+    // Served by the step running now (min-heaps of indices), and by the next round.
+    std::vector<node_id> _nodes_now, _nodes_next;
+    std::vector<link_id> _links_now, _links_next;
+
     std::uint64_t _instants = 0;
     std::uint64_t _frames_delivered = 0;
 };

@@ -1,5 +1,6 @@
 #include "dataplane/wiring.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -23,7 +24,7 @@ sim_time wiring::node_sink::busy_until(std::uint16_t port) const {
 }
 
 node_id wiring::add_node(node& n) {
-    _nodes.push_back(node_entry{&n, std::make_unique<node_sink>(n.port_count())});
+    _nodes.push_back(node_entry{&n, std::make_unique<node_sink>(n.port_count()), {}});
     return static_cast<node_id>(_nodes.size() - 1);
 }
 
@@ -58,6 +59,18 @@ std::pair<link_id, link_id> wiring::connect(node_id a, std::uint16_t pa, node_id
     _links.push_back(std::move(ab));
     _links.push_back(std::move(ba));
     return {first, first + 1};
+}
+
+void wiring::couple(node_id a, node_id b) {
+    if (a >= _nodes.size() || b >= _nodes.size())
+        throw std::invalid_argument("no node with id " + std::to_string(std::max(a, b)));
+    if (a == b) return; // a node's own calls are always followed by a look at its deadline
+    auto add = [&](node_id to, node_id other) {
+        auto& list = _nodes[to].coupled;
+        if (std::find(list.begin(), list.end(), other) == list.end()) list.push_back(other);
+    };
+    add(a, b);
+    add(b, a);
 }
 
 void wiring::set_seed(std::uint64_t seed) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,14 @@ public:
     // created.
     std::pair<link_id, link_id> connect(node_id a, std::uint16_t pa, node_id b, std::uint16_t pb,
                                         const link_model& model);
+
+    // Declares that a and b share memory through which each one's receive() or poll() can change
+    // what the other's next_deadline() says (a program's queues and its NIC: posting work, writing
+    // completions). The virtual-time driver asks a node's deadline again only after something
+    // that can change it: its own receive() and poll(), and those of the nodes coupled to it.
+    // Throws std::invalid_argument for an unknown node.
+    void couple(node_id a, node_id b);
+    std::span<const node_id> coupled(node_id n) const { return _nodes[n].coupled; }
 
     // The fabric's fault-injection seed: link i draws its fault decisions from
     // link_fault_seed(seed, i). Reseeds the links already connected and those connected later.
@@ -66,6 +75,7 @@ private:
     struct node_entry {
         node* n;
         std::unique_ptr<node_sink> sink;
+        std::vector<node_id> coupled;
     };
 
     void check_port(node_id n, std::uint16_t port) const;

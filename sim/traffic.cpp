@@ -52,8 +52,7 @@ struct traffic_generator::connection {
     std::uint32_t outstanding = 0;
 };
 
-traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::nic_node*>& nics)
-    : node("traffic", 0), _scenario(s) {
+traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::nic_node*>& nics) : _scenario(s) {
     for (nic::nic_node* n : nics) {
         auto h = std::make_unique<host>();
         h->nic = n;
@@ -147,10 +146,19 @@ traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::n
         _flows.push_back({&f, from.nic, to.nic, c->qpn_sender, 128u << mtu});
         _connections.push_back(std::move(c));
     }
-    _order.resize(_flows.size());
-    for (std::size_t i = 0; i < _order.size(); ++i) _order[i] = i;
-    std::stable_sort(_order.begin(), _order.end(),
+    std::vector<std::size_t> order(_flows.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
                      [this](std::size_t a, std::size_t b) { return _flows[a].spec->start < _flows[b].spec->start; });
+    std::vector<bool> sends(_hosts.size(), false);
+    for (const flow_spec& f : s.flows) sends[f.source] = true;
+    std::vector<traffic_host*> by_host(_hosts.size(), nullptr);
+    for (std::size_t h = 0; h < sends.size(); ++h) {
+        if (!sends[h]) continue;
+        _host_nodes.push_back(std::make_unique<traffic_host>(*this, h, "traffic:" + s.topology.hosts[h].name));
+        by_host[h] = _host_nodes.back().get();
+    }
+    for (const std::size_t i : order) by_host[_flows[i].spec->source]->_order.push_back(i);
 }
 
 traffic_generator::~traffic_generator() = default;
@@ -180,33 +188,50 @@ void traffic_generator::post_writes(std::size_t i) {
     }
 }
 
-bool traffic_generator::poll(sim_time now) {
+bool traffic_generator::serve(std::size_t i, sim_time now, bool& finished) {
     bool worked = false;
-    while (_next_to_start < _order.size() && _flows[_order[_next_to_start]].spec->start <= now) {
+    flow_state& f = _flows[i];
+    connection& c = *_connections[i];
+    auto& ring = c.cq_control->ring;
+    std::uint32_t consumer = ring.consumer.load(std::memory_order_relaxed);
+    const std::uint32_t producer = ring.producer.load(std::memory_order_acquire);
+    for (; consumer != producer; ++consumer) {
+        const hw::cqe& e = c.cqes[consumer & (ring.size - 1)];
+        if (e.status != IBV_WC_SUCCESS) f.failed = true;
+        f.bytes_completed += e.wr_id; // the WRITE's length
+        --c.outstanding;
+        worked = true;
+    }
+    ring.consumer.store(consumer, std::memory_order_release);
+    if (!f.failed) post_writes(i);
+    finished = f.failed || f.bytes_completed >= f.spec->bytes;
+    if (finished) {
+        f.finished = now;
+        ++_done;
+    }
+    return worked;
+}
+
+bool traffic_generator::has_completions(std::size_t i) const {
+    const auto& ring = _connections[i]->cq_control->ring;
+    return ring.consumer.load(std::memory_order_relaxed) != ring.producer.load(std::memory_order_acquire);
+}
+
+traffic_host::traffic_host(traffic_generator& owner, std::size_t host, std::string name)
+    : node(std::move(name), 0), _owner(owner), _host(host) {}
+
+bool traffic_host::poll(sim_time now) {
+    bool worked = false;
+    while (_next_to_start < _order.size() && _owner._flows[_order[_next_to_start]].spec->start <= now) {
         const std::size_t i = _order[_next_to_start++];
         _running.push_back(i);
-        post_writes(i);
+        _owner.post_writes(i);
         worked = true;
     }
     for (std::size_t k = 0; k < _running.size();) {
-        const std::size_t i = _running[k];
-        flow_state& f = _flows[i];
-        connection& c = *_connections[i];
-        auto& ring = c.cq_control->ring;
-        std::uint32_t consumer = ring.consumer.load(std::memory_order_relaxed);
-        const std::uint32_t producer = ring.producer.load(std::memory_order_acquire);
-        for (; consumer != producer; ++consumer) {
-            const hw::cqe& e = c.cqes[consumer & (ring.size - 1)];
-            if (e.status != IBV_WC_SUCCESS) f.failed = true;
-            f.bytes_completed += e.wr_id; // the WRITE's length
-            --c.outstanding;
-            worked = true;
-        }
-        ring.consumer.store(consumer, std::memory_order_release);
-        if (!f.failed) post_writes(i);
-        if (f.failed || f.bytes_completed >= f.spec->bytes) {
-            f.finished = now;
-            ++_done;
+        bool finished = false;
+        worked |= _owner.serve(_running[k], now, finished);
+        if (finished) {
             _running[k] = _running.back();
             _running.pop_back();
             continue;
@@ -216,13 +241,10 @@ bool traffic_generator::poll(sim_time now) {
     return worked;
 }
 
-sim_time traffic_generator::next_deadline() const {
-    sim_time earliest = _next_to_start < _order.size() ? _flows[_order[_next_to_start]].spec->start : never;
-    for (std::size_t i : _running) {
-        const auto& ring = _connections[i]->cq_control->ring;
-        if (ring.consumer.load(std::memory_order_relaxed) != ring.producer.load(std::memory_order_acquire)) return 0;
-    }
-    return earliest;
+sim_time traffic_host::next_deadline() const {
+    for (const std::size_t i : _running)
+        if (_owner.has_completions(i)) return 0;
+    return _next_to_start < _order.size() ? _owner._flows[_order[_next_to_start]].spec->start : never;
 }
 
 } // namespace rocefab::sim

@@ -1,7 +1,14 @@
 // The traffic of a simulation, played as programs would play it through verbs: for each flow an
 // RC QP pair (on the sender's NIC and the receiver's), connected at the start, and the flow's
 // bytes posted as RDMA WRITEs, a few outstanding at a time, as ib_write_bw does. The NICs run
-// the real transport, DCQCN and PFC; this node only posts work and reads completions.
+// the real transport, DCQCN and PFC; the generator only posts work and reads completions.
+//
+// Each sending host plays its part as a node of its own (traffic_host), as each host would run
+// its own program: a NIC's completions then concern one node, coupled to it (wiring::couple),
+// and the virtual-time driver does not look at every flow of the fabric after every poll of
+// every NIC. The hosts' nodes are added one after another, so at an instant they run at the
+// same point of a round as one node for all flows would, and each flow's work touches only
+// its own queues: the same work in the same rounds.
 #pragma once
 
 #include "dataplane/node.hpp"
@@ -15,7 +22,29 @@
 
 namespace rocefab::sim {
 
-class traffic_generator final : public node {
+class traffic_generator;
+
+// The flows one host sends: posts their WRITEs when they start and as completions come back.
+class traffic_host final : public node {
+public:
+    traffic_host(traffic_generator& owner, std::size_t host, std::string name);
+
+    void receive(std::uint16_t, rte_mbuf* frame, sim_time) override { rte_pktmbuf_free(frame); }
+    bool poll(sim_time now) override;
+    sim_time next_deadline() const override;
+
+    std::size_t host() const { return _host; }
+
+private:
+    friend class traffic_generator; // fills _order
+    traffic_generator& _owner;
+    std::size_t _host;
+    std::size_t _next_to_start = 0; // this host's flows by start time: _order[_next_to_start] starts next
+    std::vector<std::size_t> _order;
+    std::vector<std::size_t> _running;
+};
+
+class traffic_generator {
 public:
     struct flow_state {
         const flow_spec* spec;
@@ -32,28 +61,33 @@ public:
 
     // `nics[h]`: host h's first NIC. Creates every flow's QPs and connects them.
     traffic_generator(const scenario& s, const std::vector<nic::nic_node*>& nics);
-    ~traffic_generator() override;
+    ~traffic_generator();
+    traffic_generator(const traffic_generator&) = delete;
+    traffic_generator& operator=(const traffic_generator&) = delete;
 
-    void receive(std::uint16_t, rte_mbuf* frame, sim_time) override { rte_pktmbuf_free(frame); }
-    bool poll(sim_time now) override;
-    sim_time next_deadline() const override;
+    // One node per host that sends a flow, in host order: add them to the wiring in this order,
+    // each coupled to its host's NIC.
+    const std::vector<std::unique_ptr<traffic_host>>& hosts() const { return _host_nodes; }
 
     const std::vector<flow_state>& flows() const { return _flows; }
     bool all_done() const { return _done == _flows.size(); }
 
 private:
+    friend class traffic_host;
     struct host;
     struct connection;
     void post_writes(std::size_t flow);
+    // Takes flow i's completions and posts what they make room for; true when it did anything.
+    // Marks the flow finished (and returns true in `finished`) once it is done or failed.
+    bool serve(std::size_t flow, sim_time now, bool& finished);
+    bool has_completions(std::size_t flow) const;
 
     const scenario& _scenario;
     std::vector<std::unique_ptr<host>> _hosts;
     std::vector<std::unique_ptr<connection>> _connections; // per flow
     std::vector<flow_state> _flows;
+    std::vector<std::unique_ptr<traffic_host>> _host_nodes;
     std::size_t _done = 0;
-    std::size_t _next_to_start = 0; // flows sorted by start time: _order[_next_to_start] starts next
-    std::vector<std::size_t> _order;
-    std::vector<std::size_t> _running;
 };
 
 } // namespace rocefab::sim

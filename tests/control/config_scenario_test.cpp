@@ -26,6 +26,10 @@ using switch_emu::port_counter;
 // The fabric of `file` with traffic hosts: host h sends `frames` to the host `destination_of(h)`
 // (itself: sends nothing).
 class config_fabric {
+    // First, so that it goes last: the driver below listens to its links.
+    config::topology _topology;
+    std::unique_ptr<fabric_builder> _fabric;
+
 public:
     config_fabric(const std::string& file, std::function<std::size_t(std::size_t)> destination_of,
                   std::uint64_t frames) {
@@ -80,10 +84,6 @@ public:
 
     std::vector<std::unique_ptr<traffic_host>> hosts;
     std::unique_ptr<virtual_time_driver> driver;
-
-private:
-    config::topology _topology;
-    std::unique_ptr<fabric_builder> _fabric;
 };
 
 TEST(pfc_deadlock_yaml, the_ring_deadlocks_and_the_watchdog_with_nvidias_defaults_breaks_it) {
