@@ -50,7 +50,12 @@ bool completer::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time no
     }
     --qp.completer.retries_left;
     set_state(qp, completer_state::implied_retry);
-    _requester.rewind_to(qp, resume);
+    // Selective repeat asks again for the missing responses alone: the requests after the READ
+    // or atomic reached the responder, and what came back for them is held here.
+    if (_context.spec.retransmission == retransmission_mode::selective_repeat)
+        _requester.resend_missing(qp, resume, requester::loss_evidence::missing_responses);
+    else
+        _requester.rewind_to(qp, resume);
     qp.completer.retransmit_deadline = qp.ack_timeout ? now + qp.ack_timeout : never;
     return true;
 }
@@ -119,8 +124,12 @@ void completer::resume(queue_pair& qp, sim_time now) {
 
 void completer::give_up_waiting_for_responses(queue_pair& qp, sim_time now) {
     qp.completer.response_gap_deadline = never;
-    qp.completer.early_responses.release_all(_context.held);
-    qp.completer.waiting_ack_psn.reset();
+    // Go-back-N asks for everything after the gap again; selective repeat only for what is
+    // missing, so what arrived past it is kept for when the gap fills.
+    if (_context.spec.retransmission == retransmission_mode::go_back_n) {
+        qp.completer.early_responses.release_all(_context.held);
+        qp.completer.waiting_ack_psn.reset();
+    }
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
     // The missing responses did not come: what arrived past them says they were lost.
     implied_nak(qp, qp.completer.gap_evidence_psn, now);

@@ -391,10 +391,10 @@ void requester::resend_missing(queue_pair& qp, std::uint32_t psn, loss_evidence 
     // Not sent yet (a go-back-N fallback rewound the requester before it), or not started
     // (acknowledged already): nothing to resend.
     if (wire::psn_diff(psn, req.next_psn) >= 0 || !locate(qp, psn, wqe, offset)) return;
-    if (is_read_or_atomic(req.started_work[wqe & (qp.send_size - 1)].wqe.opcode)) {
-        if (evidence != loss_evidence::partial_ack) rewind_to(qp, psn); // else the implied NAK's to ask
+    // An ACK short of a READ or atomic says nothing of its responses: the implied NAK asks for them.
+    if (evidence == loss_evidence::partial_ack &&
+        is_read_or_atomic(req.started_work[wqe & (qp.send_size - 1)].wqe.opcode))
         return;
-    }
     const bool timed_out = evidence == loss_evidence::timeout;
     // One resend per packet per recovery: the responder names its gaps in PSN order, so a NAK
     // (or its duplicate) for a PSN before resent_up_to asks again for what was resent. Only a

@@ -25,13 +25,13 @@ public:
     void rewind_to(queue_pair& qp, std::uint32_t psn);
     // Selective repeat: why the requester takes a packet for missing at the responder.
     enum class loss_evidence : std::uint8_t {
-        sequence_nak, // the responder named it
-        partial_ack,  // an ACK stopped short of it in a recovery a timeout began
-        timeout,      // the transport timer fired: it is the oldest unacknowledged
+        sequence_nak,      // the responder named it
+        missing_responses, // a READ's or atomic's responses from it on are missing (implied NAK)
+        partial_ack,       // an ACK stopped short of it in a recovery a timeout began
+        timeout,           // the transport timer fired: it is the oldest unacknowledged
     };
     // Selective repeat: resend the packet `psn` alone, unless this recovery has resent it
-    // already. A READ or atomic request a NAK or a timeout names falls back to go-back-N (their
-    // responses are recovered that way).
+    // already. For a READ, the request for what is missing of its responses from `psn` on.
     void resend_missing(queue_pair& qp, std::uint32_t psn, loss_evidence evidence);
     void set_state(queue_pair& qp, requester_state next) {
         _context.transition(qp, "requester", qp.requester.state, next);
