@@ -144,7 +144,15 @@ void completer::handle(queue_pair& qp, const wire::parsed_roce& packet, sim_time
 
     if (wire::aeth_syndrome::is_ack(syndrome)) {
         if (wait_for_missing_responses(qp, psn, nullptr, now)) return;
-        if (implied_nak(qp, psn, now)) return;
+        if (implied_nak(qp, psn, now)) {
+            // Selective repeat asks again only for the missing responses: the ACK still
+            // acknowledges the requests after them, once they are in (resume() takes it).
+            std::optional<std::uint32_t>& waiting = qp.completer.waiting_ack_psn;
+            if (_context.spec.retransmission == retransmission_mode::selective_repeat &&
+                (!waiting || wire::psn_diff(psn, *waiting) > 0))
+                waiting = psn;
+            return;
+        }
         if (wire::psn_diff(psn, qp.completer.last_acked_psn) > 0) set_state(qp, completer_state::ready);
         retire_acknowledged(qp, psn, now);
         qp.completer.rnr_retries_left = qp.attr.rnr_retry;

@@ -66,7 +66,12 @@ bool completer::wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_p
     // delays. Like a ConnectX with out-of-order placement, wait reorder_grace for them before the
     // implied NAK asks again; a retry already under way is left to implied_nak().
     std::uint32_t resume;
-    if (qp.completer.state == completer_state::implied_retry || !implied_gap(qp, acked_psn, resume)) return false;
+    // Selective repeat holds on during the retry too: it asked again only for the missing
+    // responses, so nothing else would bring back what arrives past them (go-back-N asks for it
+    // all again, and drops it here).
+    const bool retrying = qp.completer.state == completer_state::implied_retry &&
+                          _context.spec.retransmission == retransmission_mode::go_back_n;
+    if (retrying || !implied_gap(qp, acked_psn, resume)) return false;
     if (qp.completer.response_gap_deadline == never)
         qp.completer.response_gap_deadline = now + transport_context::reorder_grace;
     else if (qp.completer.response_gap_deadline <= now)
@@ -117,9 +122,11 @@ void completer::resume(queue_pair& qp, sim_time now) {
     if (!qp.completer.early_responses.held() && !qp.completer.waiting_ack_psn &&
         !implied_gap(qp, qp.completer.gap_evidence_psn, resume))
         qp.completer.response_gap_deadline = never; // every gap filled
-    else if (progressed)
-        qp.completer.response_gap_deadline =
-            now + transport_context::reorder_grace; // what is still missing gets its own grace
+    else if (progressed || (qp.completer.response_gap_deadline == never &&
+                            _context.spec.retransmission == retransmission_mode::selective_repeat))
+        // What is still missing gets its own grace. Selective repeat kept what arrived past a gap
+        // it gave up on: a second gap behind it needs a deadline of its own once the first fills.
+        qp.completer.response_gap_deadline = now + transport_context::reorder_grace;
 }
 
 void completer::give_up_waiting_for_responses(queue_pair& qp, sim_time now) {

@@ -11,6 +11,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -87,6 +88,35 @@ inline const char* state_name(recovery_state state) {
     return names[static_cast<std::uint8_t>(state)];
 }
 
+// The packets selective repeat is to resend before anything new, oldest request first: a
+// sequence NAK and an implied NAK (lost READ responses) may both ask before the requester runs.
+class resend_queue {
+public:
+    static constexpr std::uint32_t capacity = 4;
+    bool empty() const { return _count == 0; }
+    bool full() const { return _count == capacity; }
+    bool contains(std::uint32_t psn) const {
+        return std::find(_psns.begin(), _psns.begin() + _count, psn) != _psns.begin() + _count;
+    }
+    void push(std::uint32_t psn) { _psns[_count++] = psn; } // not when full
+    void push_front(std::uint32_t psn) {                    // not when full
+        std::copy_backward(_psns.begin(), _psns.begin() + _count, _psns.begin() + _count + 1);
+        _psns[0] = psn;
+        ++_count;
+    }
+    std::uint32_t pop() { // not when empty
+        const std::uint32_t psn = _psns[0];
+        std::copy(_psns.begin() + 1, _psns.begin() + _count, _psns.begin());
+        --_count;
+        return psn;
+    }
+    void clear() { _count = 0; }
+
+private:
+    std::array<std::uint32_t, capacity> _psns{};
+    std::uint32_t _count = 0;
+};
+
 struct requester_record {
     requester_state state = requester_state::ready;
     // WQEs in [sq_retired, sq_started) have been started; of those, sq_current is being sent, at
@@ -105,7 +135,7 @@ struct requester_record {
     recovery_state recovery = recovery_state::none;
     std::uint32_t recovery_point = 0;
     std::uint32_t resent_up_to = 0;
-    std::optional<std::uint32_t> resend_psn; // the one packet to resend before anything new
+    resend_queue resends;
 };
 
 // The completer (IBA 9.7.5.2, rxe_comp.c): whether a retry it started is under way.

@@ -77,15 +77,15 @@ bool requester::run(queue_pair& qp, sim_time now) {
     while (batch.count < gather_batch::max_packets) {
         if (link_free > now + transmit_fifo_time) break;
         if (paced_until(qp) > now) break; // DCQCN: the QP's rate, not the port's, limits it
-        if (qp.requester.resend_psn) {
+        if (!qp.requester.resends.empty()) {
             // Selective repeat: what the responder reported missing goes before anything new, and
             // inside the window it already counts in.
             const std::size_t before = batch.count;
-            prepare_resend(qp, now, batch);
+            const bool prepare_failed = !prepare_resend(qp, now, batch);
             if (qp.state == IBV_QPS_ERR || qp.state == IBV_QPS_SQE) break;
             if (batch.count == before) {
-                if (qp.requester.resend_psn) break; // no buffer: try again on the next poll
-                continue;                           // acknowledged meanwhile: nothing to resend
+                if (prepare_failed) break; // no buffer: try again on the next poll
+                continue;                  // acknowledged meanwhile: nothing to resend
             }
             const std::uint32_t wire_bytes = rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + wire_overhead_bytes;
             link_free += serialization_time(wire_bytes, _context.spec.speed_bps);
@@ -121,7 +121,7 @@ sim_time requester::deadline(const queue_pair& qp) const {
     if (drain_complete(qp)) return 0;
     if (qp.state == IBV_QPS_SQE) return send_posted != req.sq_retired ? 0 : never;
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return never;
-    if (req.resend_psn) // a selective resend waits for nothing but the port, PFC and the pacer
+    if (!req.resends.empty()) // a selective resend waits for nothing but the port, PFC and the pacer
         return std::max({req.rnr_wait_until, _context.port.link_busy_until() - transmit_fifo_time,
                          _context.port.paused_until(_context.priority_of(qp)), pacer_wakeup(qp)});
     if (req.sq_current == req.sq_started && send_posted == req.sq_started) return never;
@@ -391,10 +391,18 @@ void requester::resend_missing(queue_pair& qp, std::uint32_t psn, loss_evidence 
     // Not sent yet (a go-back-N fallback rewound the requester before it), or not started
     // (acknowledged already): nothing to resend.
     if (wire::psn_diff(psn, req.next_psn) >= 0 || !locate(qp, psn, wqe, offset)) return;
-    // An ACK short of a READ or atomic says nothing of its responses: the implied NAK asks for them.
-    if (evidence == loss_evidence::partial_ack &&
-        is_read_or_atomic(req.started_work[wqe & (qp.send_size - 1)].wqe.opcode))
+    if (req.resends.contains(psn)) return;
+    if (req.resends.full()) {
+        rewind_to(qp, psn); // asked for more at once than the queue holds: go back instead
         return;
+    }
+    // Lost responses are found in their own order, not the request gaps' (an earlier READ's may
+    // be found missing after a later request was NAKed): the completer's implied_retry state
+    // asks once per loss, and the recovery's bookkeeping is left alone.
+    if (evidence == loss_evidence::missing_responses) {
+        req.resends.push(psn);
+        return;
+    }
     const bool timed_out = evidence == loss_evidence::timeout;
     // One resend per packet per recovery: the responder names its gaps in PSN order, so a NAK
     // (or its duplicate) for a PSN before resent_up_to asks again for what was resent. Only a
@@ -406,30 +414,30 @@ void requester::resend_missing(queue_pair& qp, std::uint32_t psn, loss_evidence 
         req.recovery_point = req.psn_frontier;
     }
     req.resent_up_to = wire::psn_add(psn, 1);
-    req.resend_psn = psn;
+    req.resends.push(psn);
 }
 
-void requester::prepare_resend(queue_pair& qp, sim_time now, gather_batch& batch) {
+bool requester::prepare_resend(queue_pair& qp, sim_time now, gather_batch& batch) {
     requester_record& req = qp.requester;
-    const std::uint32_t psn = *req.resend_psn;
-    req.resend_psn.reset();
+    const std::uint32_t psn = req.resends.pop();
     std::uint32_t wqe;
     std::uint64_t offset;
     // Acknowledged since it was asked for, or sent again in order by a go-back-N fallback.
     if (wire::psn_diff(psn, qp.completer.last_acked_psn) <= 0 || wire::psn_diff(psn, req.next_psn) >= 0 ||
         !locate(qp, psn, wqe, offset))
-        return;
+        return true;
     const std::uint32_t sq_current = req.sq_current, next_psn = req.next_psn;
     const std::uint64_t sq_offset = req.sq_offset;
     req.sq_current = wqe;
     req.sq_offset = offset;
     req.next_psn = psn;
     const bool prepared = prepare_packet(qp, now, batch, true);
-    if (qp.state == IBV_QPS_ERR || qp.state == IBV_QPS_SQE) return; // the send queue failed: no position to keep
+    if (qp.state == IBV_QPS_ERR || qp.state == IBV_QPS_SQE) return true; // the send queue failed: no position to keep
     req.sq_current = sq_current;
     req.sq_offset = sq_offset;
     req.next_psn = next_psn;
-    if (!prepared) req.resend_psn = psn; // no buffer free: the next poll tries again
+    if (!prepared) req.resends.push_front(psn); // no buffer free: the next poll tries again
+    return prepared;
 }
 
 void requester::rewind_to(queue_pair& qp, std::uint32_t psn) {

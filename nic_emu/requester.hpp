@@ -50,8 +50,9 @@ private:
     // `resend` asks for an acknowledgement of the packet whatever its place in the message: a
     // selectively resent packet may be the last the requester has to send for a while.
     bool prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch, bool resend = false);
-    // Adds the pending selective resend to the burst, leaving the send position as it was.
-    void prepare_resend(queue_pair& qp, sim_time now, gather_batch& batch);
+    // Adds the first pending selective resend to the burst, if it is still wanted, leaving the
+    // send position as it was. False when no buffer was free (it stays pending).
+    bool prepare_resend(queue_pair& qp, sim_time now, gather_batch& batch);
     bool prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch);
     void transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now);
     // IBA 10.8.3.3 / 9.7.4.1.4: the WQE may not go out yet, because max_rd_atomic READ/atomic

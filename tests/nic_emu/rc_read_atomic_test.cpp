@@ -611,6 +611,8 @@ TEST_F(rc_mixed_under_faults, every_operation_completes_once_under_loss_corrupti
     faults.duplication = 0.005;
     faults.reordering = 0.01;
     run_mix(faults, 20000);
+    RecordProperty("resent", std::to_string(h1.nic->counters().retransmitted_packets));
+    RecordProperty("timeouts", std::to_string(h1.nic->counters().local_ack_timeout_err));
 }
 
 // The same with selective repeat (docs/retransmission.md): a lost request is resent alone, lost
@@ -636,6 +638,7 @@ TEST_F(rc_mixed_under_faults_selective_repeat, every_operation_completes_once_wi
     const std::uint64_t resent = h1.nic->counters().retransmitted_packets;
     RecordProperty("resent", std::to_string(resent));
     RecordProperty("lost", std::to_string(lost));
+    RecordProperty("timeouts", std::to_string(h1.nic->counters().local_ack_timeout_err));
     EXPECT_LE(resent, 2 * lost) << resent << " resent for " << lost << " frames lost";
 }
 

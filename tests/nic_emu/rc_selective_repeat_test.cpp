@@ -27,6 +27,13 @@ public:
                                                   sizeof(wire::ethernet_header) + sizeof(wire::ipv4_header) +
                                                       sizeof(wire::udp_header));
         if (port == 1) {
+            if (roce) {
+                const auto psn = static_cast<std::uint32_t>(wire::psn_diff(bth->psn(), first_psn));
+                if (responses_seen[psn]++ < drop_response[psn]) {
+                    rte_pktmbuf_free(frame);
+                    return;
+                }
+            }
             // An acknowledgement's AETH follows the BTH: its syndrome's top bits 011 are a NAK.
             const auto* aeth = reinterpret_cast<const std::uint8_t*>(bth + 1);
             const bool nak =
@@ -73,6 +80,7 @@ public:
 
     // PSNs relative to first_psn.
     std::map<std::uint32_t, unsigned> drop, sent;
+    std::map<std::uint32_t, unsigned> drop_response, responses_seen; // from h2, by PSN
     std::map<std::uint32_t, sim_time> delay;
     std::map<std::uint32_t, bool> duplicate;
     bool double_naks = false;
@@ -171,6 +179,7 @@ protected:
         const std::uint64_t resent = h1.nic->counters().retransmitted_packets;
         RecordProperty("resent", std::to_string(resent));
         RecordProperty("lost", std::to_string(lost));
+        RecordProperty("timeouts", std::to_string(h1.nic->counters().local_ack_timeout_err));
         return resent;
     }
 
@@ -269,6 +278,38 @@ TEST_F(rc_selective_repeat, a_lost_tail_is_resent_packet_by_packet_after_one_tim
     EXPECT_EQ(sent_other_than_once(16), "0:2 13:2 14:2 15:2 ");
     EXPECT_EQ(h1.nic->counters().retransmitted_packets, 4u);
     EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, 1u);
+}
+
+// Two READs of eight packets each lose a response. Each is asked for again alone, from the lost
+// response on, once the responses past it have waited out the grace (the implied NAK): the
+// second READ's responses that arrived meanwhile are kept, and its own gap gets its own grace
+// once the first READ is complete. No timeout.
+class rc_selective_repeat_reads : public rc_selective_repeat {
+protected:
+    rc_selective_repeat_reads() { _mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ; }
+};
+
+TEST_F(rc_selective_repeat_reads, lost_responses_of_two_reads_are_asked_for_again_read_by_read) {
+    connection_options o;
+    o.access = IBV_ACCESS_REMOTE_READ;
+    o.max_rd_atomic = 4;
+    o.max_dest_rd_atomic = 4;
+    o.timeout = 8;
+    connect(o);
+    fill_pattern(h2.memory, 0, 16384, 9);
+    const std::uint64_t remote = reinterpret_cast<std::uint64_t>(h2.memory.data());
+    meddler.drop_response[2] = meddler.drop_response[10] = 1;
+    post_send(h1, 1, IBV_WR_RDMA_READ, 1 << 20, 8192, remote, h2.rkey);                 // responses 0-7
+    post_send(h1, 2, IBV_WR_RDMA_READ, (1 << 20) + 8192, 8192, remote + 8192, h2.rkey); // 8-15
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 2u);
+    EXPECT_EQ(sends[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(sends[1].status, IBV_WC_SUCCESS);
+    EXPECT_TRUE(std::equal(h2.memory.begin(), h2.memory.begin() + 16384, h1.memory.begin() + (1 << 20)));
+    EXPECT_EQ(h1.nic->counters().implied_nak_seq_err, 2u);
+    EXPECT_EQ(h1.nic->counters().retransmitted_packets, 2u);
+    EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, 0u);
 }
 
 // Reordering within the grace is taken as it comes: nothing NAKed, nothing resent.
