@@ -391,6 +391,10 @@ void requester::resend_missing(queue_pair& qp, std::uint32_t psn, loss_evidence 
     // Not sent yet (a go-back-N fallback rewound the requester before it), or not started
     // (acknowledged already): nothing to resend.
     if (wire::psn_diff(psn, req.next_psn) >= 0 || !locate(qp, psn, wqe, offset)) return;
+    // An ACK short of a READ or atomic says nothing of its responses: the implied NAK asks for them.
+    if (evidence == loss_evidence::partial_ack &&
+        is_read_or_atomic(req.started_work[wqe & (qp.send_size - 1)].wqe.opcode))
+        return;
     if (req.resends.contains(psn)) return;
     if (req.resends.full()) {
         rewind_to(qp, psn); // asked for more at once than the queue holds: go back instead
