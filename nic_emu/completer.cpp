@@ -91,6 +91,17 @@ void completer::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim
     if (wire::psn_diff(acked_psn, qp.completer.last_acked_psn) > 0) {
         qp.completer.last_acked_psn = acked_psn;
         progressed = true;
+        if (qp.requester.recovery != recovery_state::none) {
+            // Selective repeat: the recovery is over once everything sent before it began is
+            // acknowledged. Short of that, after a timeout, the ACK names the next lost packet:
+            // the responder had everything up to here and nothing after it, and what follows
+            // was sent a timeout ago.
+            const std::uint32_t next = wire::psn_add(acked_psn, 1);
+            if (wire::psn_diff(next, qp.requester.recovery_point) >= 0)
+                _context.transition(qp, "recovery", qp.requester.recovery, recovery_state::none);
+            else if (qp.requester.recovery == recovery_state::after_timeout)
+                _requester.resend_missing(qp, next, requester::loss_evidence::partial_ack);
+        }
     }
     // An ACK beyond where a rewind left the requester makes resending those packets pointless.
     if (wire::psn_diff(qp.requester.next_psn, wire::psn_add(acked_psn, 1)) < 0)
@@ -133,7 +144,15 @@ void completer::handle(queue_pair& qp, const wire::parsed_roce& packet, sim_time
 
     if (wire::aeth_syndrome::is_ack(syndrome)) {
         if (wait_for_missing_responses(qp, psn, nullptr, now)) return;
-        if (implied_nak(qp, psn, now)) return;
+        if (implied_nak(qp, psn, now)) {
+            // Selective repeat asks again only for the missing responses: the ACK still
+            // acknowledges the requests after them, once they are in (resume() takes it).
+            std::optional<std::uint32_t>& waiting = qp.completer.waiting_ack_psn;
+            if (_context.spec.retransmission == retransmission_mode::selective_repeat &&
+                (!waiting || wire::psn_diff(psn, *waiting) > 0))
+                waiting = psn;
+            return;
+        }
         if (wire::psn_diff(psn, qp.completer.last_acked_psn) > 0) set_state(qp, completer_state::ready);
         retire_acknowledged(qp, psn, now);
         qp.completer.rnr_retries_left = qp.attr.rnr_retry;
@@ -176,7 +195,10 @@ void completer::handle(queue_pair& qp, const wire::parsed_roce& packet, sim_time
     switch (wire::aeth_syndrome::nak_code_of(syndrome)) {
     case wire::nak_code::psn_sequence_error:
         ++_context.counters.packet_seq_err;
-        _requester.rewind_to(qp, psn);
+        if (_context.spec.retransmission == retransmission_mode::selective_repeat)
+            _requester.resend_missing(qp, psn, requester::loss_evidence::sequence_nak);
+        else
+            _requester.rewind_to(qp, psn);
         return;
     case wire::nak_code::remote_access_error:
         ++_context.counters.req_remote_access_errors;
@@ -234,7 +256,12 @@ bool completer::check_transport_timer(queue_pair& qp, sim_time now) {
     }
     --qp.completer.retries_left;
     set_state(qp, completer_state::ready); // the retry an implied NAK started may itself be lost
-    _requester.rewind_to(qp, wire::psn_add(qp.completer.last_acked_psn, 1));
+    // Selective repeat resends only the oldest unacknowledged packet (IRN): the responder
+    // holds what came after it, and names the next gap once that one is filled.
+    if (_context.spec.retransmission == retransmission_mode::selective_repeat)
+        _requester.resend_missing(qp, wire::psn_add(qp.completer.last_acked_psn, 1), requester::loss_evidence::timeout);
+    else
+        _requester.rewind_to(qp, wire::psn_add(qp.completer.last_acked_psn, 1));
     qp.completer.retransmit_deadline = now + qp.ack_timeout;
     return true;
 }

@@ -50,7 +50,12 @@ bool completer::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time no
     }
     --qp.completer.retries_left;
     set_state(qp, completer_state::implied_retry);
-    _requester.rewind_to(qp, resume);
+    // Selective repeat asks again for the missing responses alone: the requests after the READ
+    // or atomic reached the responder, and what came back for them is held here.
+    if (_context.spec.retransmission == retransmission_mode::selective_repeat)
+        _requester.resend_missing(qp, resume, requester::loss_evidence::missing_responses);
+    else
+        _requester.rewind_to(qp, resume);
     qp.completer.retransmit_deadline = qp.ack_timeout ? now + qp.ack_timeout : never;
     return true;
 }
@@ -61,7 +66,12 @@ bool completer::wait_for_missing_responses(queue_pair& qp, std::uint32_t acked_p
     // delays. Like a ConnectX with out-of-order placement, wait reorder_grace for them before the
     // implied NAK asks again; a retry already under way is left to implied_nak().
     std::uint32_t resume;
-    if (qp.completer.state == completer_state::implied_retry || !implied_gap(qp, acked_psn, resume)) return false;
+    // Selective repeat holds on during the retry too: it asked again only for the missing
+    // responses, so nothing else would bring back what arrives past them (go-back-N asks for it
+    // all again, and drops it here).
+    const bool retrying = qp.completer.state == completer_state::implied_retry &&
+                          _context.spec.retransmission == retransmission_mode::go_back_n;
+    if (retrying || !implied_gap(qp, acked_psn, resume)) return false;
     if (qp.completer.response_gap_deadline == never)
         qp.completer.response_gap_deadline = now + transport_context::reorder_grace;
     else if (qp.completer.response_gap_deadline <= now)
@@ -112,15 +122,21 @@ void completer::resume(queue_pair& qp, sim_time now) {
     if (!qp.completer.early_responses.held() && !qp.completer.waiting_ack_psn &&
         !implied_gap(qp, qp.completer.gap_evidence_psn, resume))
         qp.completer.response_gap_deadline = never; // every gap filled
-    else if (progressed)
-        qp.completer.response_gap_deadline =
-            now + transport_context::reorder_grace; // what is still missing gets its own grace
+    else if (progressed || (qp.completer.response_gap_deadline == never &&
+                            _context.spec.retransmission == retransmission_mode::selective_repeat))
+        // What is still missing gets its own grace. Selective repeat kept what arrived past a gap
+        // it gave up on: a second gap behind it needs a deadline of its own once the first fills.
+        qp.completer.response_gap_deadline = now + transport_context::reorder_grace;
 }
 
 void completer::give_up_waiting_for_responses(queue_pair& qp, sim_time now) {
     qp.completer.response_gap_deadline = never;
-    qp.completer.early_responses.release_all(_context.held);
-    qp.completer.waiting_ack_psn.reset();
+    // Go-back-N asks for everything after the gap again; selective repeat only for what is
+    // missing, so what arrived past it is kept for when the gap fills.
+    if (_context.spec.retransmission == retransmission_mode::go_back_n) {
+        qp.completer.early_responses.release_all(_context.held);
+        qp.completer.waiting_ack_psn.reset();
+    }
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return;
     // The missing responses did not come: what arrived past them says they were lost.
     implied_nak(qp, qp.completer.gap_evidence_psn, now);

@@ -11,6 +11,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -70,6 +71,52 @@ inline const char* state_name(requester_state state) {
     return names[static_cast<std::uint8_t>(state)];
 }
 
+// Selective repeat (retransmission_mode::selective_repeat; IRN's loss recovery): whether the
+// requester is resending what the responder reported missing, and what started it. Go-back-N
+// never leaves `none`.
+enum class recovery_state : std::uint8_t {
+    none,
+    // A sequence NAK named a hole: the responder names each further hole with its own NAK once
+    // a packet past it has waited out the reorder grace.
+    after_nak,
+    // The transport timer fired: everything before recovery_point was sent a timeout ago, so an
+    // ACK that stops short of it names a lost packet (NewReno's partial ACK, RFC 6582).
+    after_timeout,
+};
+inline const char* state_name(recovery_state state) {
+    static constexpr const char* names[] = {"none", "after-nak", "after-timeout"};
+    return names[static_cast<std::uint8_t>(state)];
+}
+
+// The packets selective repeat is to resend before anything new, oldest request first: a
+// sequence NAK and an implied NAK (lost READ responses) may both ask before the requester runs.
+class resend_queue {
+public:
+    static constexpr std::uint32_t capacity = 4;
+    bool empty() const { return _count == 0; }
+    bool full() const { return _count == capacity; }
+    bool contains(std::uint32_t psn) const {
+        return std::find(_psns.begin(), _psns.begin() + _count, psn) != _psns.begin() + _count;
+    }
+    void push(std::uint32_t psn) { _psns[_count++] = psn; } // not when full
+    void push_front(std::uint32_t psn) {                    // not when full
+        std::copy_backward(_psns.begin(), _psns.begin() + _count, _psns.begin() + _count + 1);
+        _psns[0] = psn;
+        ++_count;
+    }
+    std::uint32_t pop() { // not when empty
+        const std::uint32_t psn = _psns[0];
+        std::copy(_psns.begin() + 1, _psns.begin() + _count, _psns.begin());
+        --_count;
+        return psn;
+    }
+    void clear() { _count = 0; }
+
+private:
+    std::array<std::uint32_t, capacity> _psns{};
+    std::uint32_t _count = 0;
+};
+
 struct requester_record {
     requester_state state = requester_state::ready;
     // WQEs in [sq_retired, sq_started) have been started; of those, sq_current is being sent, at
@@ -82,6 +129,13 @@ struct requester_record {
     std::uint32_t next_psn = 0;
     std::uint32_t psn_frontier = 0; // one past the highest PSN ever sent
     sim_time rnr_wait_until = 0;    // an RNR NAK holds the requester back until then
+    // Selective repeat. While `recovery` is not none: the recovery ends once everything before
+    // recovery_point (psn_frontier when it began) is acknowledged, and PSNs before resent_up_to
+    // were resent in it already (a NAK for one again, a duplicate, resends nothing).
+    recovery_state recovery = recovery_state::none;
+    std::uint32_t recovery_point = 0;
+    std::uint32_t resent_up_to = 0;
+    resend_queue resends;
 };
 
 // The completer (IBA 9.7.5.2, rxe_comp.c): whether a retry it started is under way.

@@ -678,6 +678,8 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.control->recv.consumer.store(0, std::memory_order_relaxed);
             qp.requester.sq_retired = qp.requester.sq_started = qp.requester.sq_current = qp.responder.rq_consumed = 0;
             qp.requester.sq_offset = 0;
+            qp.requester.recovery = recovery_state::none;
+            qp.requester.resends.clear();
             _responder.set_state(qp, receive_state::none);
             qp.responder.write.reset();
             _responder.set_state(qp, responder_state::in_sequence);

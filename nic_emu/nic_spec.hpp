@@ -11,6 +11,16 @@
 
 namespace rocefab::nic {
 
+// How an RC requester recovers lost requests (the topology's `nic: retransmission:`).
+enum class retransmission_mode : std::uint8_t {
+    // IBA 9.7.5.2.8: a sequence NAK or a timeout resends everything from the PSN it names.
+    go_back_n,
+    // IRN (Mittal et al., SIGCOMM'18) and ConnectX's lossy-RoCE selective repeat: the requester
+    // resends only the packet a NAK names, once per recovery (requester.hpp). RDMA READ and
+    // atomic responses are still recovered go-back-N.
+    selective_repeat,
+};
+
 struct nic_spec {
     std::string host; // the emulated host the NIC sits in
     std::string name; // the device name programs see, e.g. rfab0
@@ -51,6 +61,7 @@ struct nic_spec {
     std::uint32_t rx_xoff_bytes = 256 * 1024;
     std::uint32_t rx_xon_bytes = 128 * 1024;
     std::uint8_t pfc_priorities = 1u << 3;
+    retransmission_mode retransmission = retransmission_mode::go_back_n;
 };
 
 } // namespace rocefab::nic

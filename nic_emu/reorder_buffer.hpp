@@ -11,8 +11,10 @@
 #pragma once
 
 #include "dataplane/dpdk.hpp"
+#include "dataplane/time.hpp"
 #include "dataplane/wire/roce_frame.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -23,6 +25,7 @@ struct held_packet {
     rte_mbuf* frame = nullptr;
     wire::parsed_roce packet; // points into frame
     std::uint32_t psn = 0;
+    sim_time arrived = 0; // when it was held: how long the gap before it has been open
 };
 
 // The NIC's entries for held packets, and which are free.
@@ -72,10 +75,11 @@ public:
         return false;
     }
     // False when this QP or the NIC holds all it may: the caller falls back to asking again.
-    bool hold(held_packet_store& store, std::uint32_t psn, rte_mbuf* frame, const wire::parsed_roce& packet) {
+    bool hold(held_packet_store& store, std::uint32_t psn, rte_mbuf* frame, const wire::parsed_roce& packet,
+              sim_time arrived = 0) {
         if (_count == max_held || store.full()) return false;
         const std::uint16_t index = store.take_free();
-        store.at(index) = {frame, packet, psn};
+        store.at(index) = {frame, packet, psn, arrived};
         _index[_count++] = index;
         return true;
     }
@@ -89,6 +93,13 @@ public:
         }
         psn = best;
         return found;
+    }
+    // When the packet held longest arrived (`never` when nothing is held): every held packet lies
+    // past the gap, so this is how long the gap has been known.
+    sim_time oldest_arrival(const held_packet_store& store) const {
+        sim_time oldest = never;
+        for (std::uint32_t i = 0; i < _count; ++i) oldest = std::min(oldest, store.at(_index[i]).arrived);
+        return oldest;
     }
     // Takes the packet with this PSN out, if held; the caller then owns its frame.
     bool take(held_packet_store& store, std::uint32_t psn, held_packet& out) {

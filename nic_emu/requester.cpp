@@ -77,6 +77,22 @@ bool requester::run(queue_pair& qp, sim_time now) {
     while (batch.count < gather_batch::max_packets) {
         if (link_free > now + transmit_fifo_time) break;
         if (paced_until(qp) > now) break; // DCQCN: the QP's rate, not the port's, limits it
+        if (!qp.requester.resends.empty()) {
+            // Selective repeat: what the responder reported missing goes before anything new, and
+            // inside the window it already counts in.
+            const std::size_t before = batch.count;
+            const bool prepare_failed = !prepare_resend(qp, now, batch);
+            if (qp.state == IBV_QPS_ERR || qp.state == IBV_QPS_SQE) break;
+            if (batch.count == before) {
+                if (prepare_failed) break; // no buffer: try again on the next poll
+                continue;                  // acknowledged meanwhile: nothing to resend
+            }
+            const std::uint32_t wire_bytes = rte_pktmbuf_data_len(batch.frames[batch.count - 1]) + wire_overhead_bytes;
+            link_free += serialization_time(wire_bytes, _context.spec.speed_bps);
+            qp.rate->on_sent(wire_bytes, now);
+            did_work = true;
+            continue;
+        }
         if (qp.requester.sq_current == qp.requester.sq_started) {
             if (qp.state == IBV_QPS_SQD) break; // drained: no new WQE starts
             if (!start_next_wqe(qp)) break;
@@ -104,9 +120,11 @@ sim_time requester::deadline(const queue_pair& qp) const {
     if (qp.state == IBV_QPS_ERR) return send_posted != req.sq_retired ? 0 : never;
     if (drain_complete(qp)) return 0;
     if (qp.state == IBV_QPS_SQE) return send_posted != req.sq_retired ? 0 : never;
-    if ((qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) ||
-        (req.sq_current == req.sq_started && send_posted == req.sq_started))
-        return never;
+    if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return never;
+    if (!req.resends.empty()) // a selective resend waits for nothing but the port, PFC and the pacer
+        return std::max({req.rnr_wait_until, _context.port.link_busy_until() - transmit_fifo_time,
+                         _context.port.paused_until(_context.priority_of(qp)), pacer_wakeup(qp)});
+    if (req.sq_current == req.sq_started && send_posted == req.sq_started) return never;
     // A requester waiting for READ/atomic responses (max_rd_atomic, fence) or for ACKs (a full
     // window) has nothing to do until one arrives.
     const std::uint32_t mask = qp.send_size - 1;
@@ -252,7 +270,7 @@ bool requester::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather
     return true;
 }
 
-bool requester::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch) {
+bool requester::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch, bool resend) {
     send_work& work = qp.requester.started_work[qp.requester.sq_current & (qp.send_size - 1)];
     if (is_read_or_atomic(work.wqe.opcode)) return prepare_read_atomic_request(qp, now, batch);
     const hw::send_wqe& wqe = work.wqe;
@@ -264,7 +282,7 @@ bool requester::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch
     wire::roce_headers_spec& spec = qp.headers;
     spec.opcode = transport_opcode(qp.type, packet_opcode(wqe.opcode, first, last));
     spec.psn = psn;
-    spec.ack_request = qp.type == IBV_QPT_RC && (last || (psn % ack_request_interval) == 0);
+    spec.ack_request = qp.type == IBV_QPT_RC && (last || resend || (psn % ack_request_interval) == 0);
     spec.solicited = last && (wqe.flags & hw::wqe_flag::solicited);
     const bool is_write = wqe.opcode == IBV_WR_RDMA_WRITE || wqe.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
     if (is_write && first) {
@@ -353,17 +371,88 @@ void requester::transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now
     for (std::size_t i = 0; i < batch.count; ++i) _context.port.finish_frame(batch.frames[i], now);
 }
 
-void requester::rewind_to(queue_pair& qp, std::uint32_t psn) {
-    // Go-back-N (IBA 9.7.5.2.8): resend from `psn`, which lies in a started WQE.
+bool requester::locate(const queue_pair& qp, std::uint32_t psn, std::uint32_t& wqe, std::uint64_t& offset) const {
     for (std::uint32_t i = qp.requester.sq_retired; i != qp.requester.sq_started; ++i) {
         const send_work& work = qp.requester.started_work[i & (qp.send_size - 1)];
         const std::int32_t into = wire::psn_diff(psn, work.first_psn);
         if (into >= 0 && into < static_cast<std::int32_t>(work.packets)) {
-            qp.requester.sq_current = i;
-            qp.requester.sq_offset = std::uint64_t(into) * qp.mtu_bytes;
-            qp.requester.next_psn = psn;
-            return;
+            wqe = i;
+            offset = std::uint64_t(into) * qp.mtu_bytes;
+            return true;
         }
+    }
+    return false;
+}
+
+void requester::resend_missing(queue_pair& qp, std::uint32_t psn, loss_evidence evidence) {
+    requester_record& req = qp.requester;
+    std::uint32_t wqe;
+    std::uint64_t offset;
+    // Not sent yet (a go-back-N fallback rewound the requester before it), or not started
+    // (acknowledged already): nothing to resend.
+    if (wire::psn_diff(psn, req.next_psn) >= 0 || !locate(qp, psn, wqe, offset)) return;
+    // An ACK short of a READ or atomic says nothing of its responses: the implied NAK asks for them.
+    if (evidence == loss_evidence::partial_ack &&
+        is_read_or_atomic(req.started_work[wqe & (qp.send_size - 1)].wqe.opcode))
+        return;
+    if (req.resends.contains(psn)) return;
+    if (req.resends.full()) {
+        rewind_to(qp, psn); // asked for more at once than the queue holds: go back instead
+        return;
+    }
+    // Lost responses are found in their own order, not the request gaps' (an earlier READ's may
+    // be found missing after a later request was NAKed): the completer's implied_retry state
+    // asks once per loss, and the recovery's bookkeeping is left alone.
+    if (evidence == loss_evidence::missing_responses) {
+        req.resends.push(psn);
+        return;
+    }
+    const bool timed_out = evidence == loss_evidence::timeout;
+    // One resend per packet per recovery: the responder names its gaps in PSN order, so a NAK
+    // (or its duplicate) for a PSN before resent_up_to asks again for what was resent. Only a
+    // timeout, which means the resend itself may be lost, resends it again.
+    if (req.recovery != recovery_state::none && !timed_out && wire::psn_diff(psn, req.resent_up_to) < 0) return;
+    if (req.recovery == recovery_state::none || timed_out) {
+        _context.transition(qp, "recovery", req.recovery,
+                            timed_out ? recovery_state::after_timeout : recovery_state::after_nak);
+        req.recovery_point = req.psn_frontier;
+    }
+    req.resent_up_to = wire::psn_add(psn, 1);
+    req.resends.push(psn);
+}
+
+bool requester::prepare_resend(queue_pair& qp, sim_time now, gather_batch& batch) {
+    requester_record& req = qp.requester;
+    const std::uint32_t psn = req.resends.pop();
+    std::uint32_t wqe;
+    std::uint64_t offset;
+    // Acknowledged since it was asked for, or sent again in order by a go-back-N fallback.
+    if (wire::psn_diff(psn, qp.completer.last_acked_psn) <= 0 || wire::psn_diff(psn, req.next_psn) >= 0 ||
+        !locate(qp, psn, wqe, offset))
+        return true;
+    const std::uint32_t sq_current = req.sq_current, next_psn = req.next_psn;
+    const std::uint64_t sq_offset = req.sq_offset;
+    req.sq_current = wqe;
+    req.sq_offset = offset;
+    req.next_psn = psn;
+    const bool prepared = prepare_packet(qp, now, batch, true);
+    if (qp.state == IBV_QPS_ERR || qp.state == IBV_QPS_SQE) return true; // the send queue failed: no position to keep
+    req.sq_current = sq_current;
+    req.sq_offset = sq_offset;
+    req.next_psn = next_psn;
+    if (!prepared) req.resends.push_front(psn); // no buffer free: the next poll tries again
+    return prepared;
+}
+
+void requester::rewind_to(queue_pair& qp, std::uint32_t psn) {
+    // Go-back-N (IBA 9.7.5.2.8): resend from `psn`, which lies in a started WQE.
+    std::uint32_t wqe;
+    std::uint64_t offset;
+    if (locate(qp, psn, wqe, offset)) {
+        qp.requester.sq_current = wqe;
+        qp.requester.sq_offset = offset;
+        qp.requester.next_psn = psn;
+        return;
     }
     // A PSN before every started WQE was acknowledged already (a stale NAK): resending from
     // the frontier would skip a WQE started but not sent yet, whose first PSN then goes to the

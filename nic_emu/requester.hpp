@@ -23,6 +23,16 @@ public:
     sim_time deadline(const queue_pair& qp) const;
     // Go-back-N (IBA 9.7.5.2.8): resend from `psn`, which lies in a started WQE.
     void rewind_to(queue_pair& qp, std::uint32_t psn);
+    // Selective repeat: why the requester takes a packet for missing at the responder.
+    enum class loss_evidence : std::uint8_t {
+        sequence_nak,      // the responder named it
+        missing_responses, // a READ's or atomic's responses from it on are missing (implied NAK)
+        partial_ack,       // an ACK stopped short of it in a recovery a timeout began
+        timeout,           // the transport timer fired: it is the oldest unacknowledged
+    };
+    // Selective repeat: resend the packet `psn` alone, unless this recovery has resent it
+    // already. For a READ, the request for what is missing of its responses from `psn` on.
+    void resend_missing(queue_pair& qp, std::uint32_t psn, loss_evidence evidence);
     void set_state(queue_pair& qp, requester_state next) {
         _context.transition(qp, "requester", qp.requester.state, next);
     }
@@ -35,7 +45,14 @@ public:
 
 private:
     bool start_next_wqe(queue_pair& qp);
-    bool prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch);
+    // The started WQE that holds `psn`, and the byte offset of that packet in it.
+    bool locate(const queue_pair& qp, std::uint32_t psn, std::uint32_t& wqe, std::uint64_t& offset) const;
+    // `resend` asks for an acknowledgement of the packet whatever its place in the message: a
+    // selectively resent packet may be the last the requester has to send for a while.
+    bool prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch, bool resend = false);
+    // Adds the first pending selective resend to the burst, if it is still wanted, leaving the
+    // send position as it was. False when no buffer was free (it stays pending).
+    bool prepare_resend(queue_pair& qp, sim_time now, gather_batch& batch);
     bool prepare_read_atomic_request(queue_pair& qp, sim_time now, gather_batch& batch);
     void transmit_batch(queue_pair& qp, gather_batch& batch, sim_time now);
     // IBA 10.8.3.3 / 9.7.4.1.4: the WQE may not go out yet, because max_rd_atomic READ/atomic
@@ -49,9 +66,14 @@ private:
     // The requester's window: at most this many packets sent and not yet acknowledged. With the
     // window full, only an ACK or the transport timer lets it go on.
     static constexpr std::uint32_t max_unacked_packets = 1024;
-    static bool window_full(const queue_pair& qp) {
-        return wire::psn_diff(qp.requester.next_psn, qp.completer.last_acked_psn) >
-               static_cast<std::int32_t>(max_unacked_packets);
+    // With selective repeat, no more than the responder can hold past a gap (IRN's BDP-FC,
+    // ConnectX's roce_tx_window_en): a packet it has no room for is dropped, and would cost a
+    // resend and a round trip of its own where go-back-N resends it anyway.
+    bool window_full(const queue_pair& qp) const {
+        const std::uint32_t window = _context.spec.retransmission == retransmission_mode::selective_repeat
+                                         ? reorder_buffer::max_held
+                                         : max_unacked_packets;
+        return wire::psn_diff(qp.requester.next_psn, qp.completer.last_acked_psn) > static_cast<std::int32_t>(window);
     }
     // When DCQCN's pacer lets the QP's requester send again (0: not rate-limited). The rate
     // must have been advanced to now.

@@ -62,7 +62,7 @@ bool responder::hold_early(queue_pair& qp, const wire::parsed_roce& packet, std:
         ++_context.counters.duplicate_request; // a copy of one already held: dropped
         return true;
     }
-    if (!qp.responder.early.hold(_context.held, psn, _context.current_frame, packet)) return false;
+    if (!qp.responder.early.hold(_context.held, psn, _context.current_frame, packet, now)) return false;
     _context.current_frame_kept = true;
     // Give the missing packets the time a reordering fabric takes before asking for them.
     if (qp.responder.gap_deadline == never && qp.responder.state != responder_state::sequence_nak_sent)
@@ -83,6 +83,22 @@ void responder::resume(queue_pair& qp, sim_time now) {
     while (qp.state != IBV_QPS_ERR && qp.responder.early.take(_context.held, qp.responder.expected_psn, e)) {
         _context.handle_frame(e.frame, [&] { handle_request(qp, e.packet, now); });
         drained = true;
+    }
+    if (drained && qp.state != IBV_QPS_ERR && qp.responder.early.held() &&
+        _context.spec.retransmission == retransmission_mode::selective_repeat) {
+        // Selective repeat: another gap behind what was drained. Once a packet past it has waited
+        // out the reorder grace (it may have waited while the first gap was being filled), the
+        // gap is reported at once: the NAK acknowledges what was drained, and the requester
+        // resends just the packet it names.
+        const sim_time due = qp.responder.early.oldest_arrival(_context.held) + transport_context::reorder_grace;
+        if (due <= now) {
+            report_gap(qp, now);
+            return;
+        }
+        send_ack(qp, wire::psn_add(qp.responder.expected_psn, wire::psn_mask),
+                 wire::aeth_syndrome::ack(invalid_credits), now);
+        qp.responder.gap_deadline = due;
+        return;
     }
     // The requester may be resending what was held (go-back-N after a NAK or a timeout): tell it
     // at once how far the responder got, so that it skips ahead.
@@ -383,7 +399,12 @@ void responder::handle_request(queue_pair& qp, const wire::parsed_roce& packet, 
     }
 
     qp.responder.expected_psn = wire::psn_add(psn, 1);
-    if (bth.ack_request()) send_ack(qp, psn, wire::aeth_syndrome::ack(invalid_credits), now);
+    // Selective repeat: when the next request is held already, resume() takes it next and
+    // acknowledges past it (or names the gap after it); an ACK of this one alone would tell a
+    // requester recovering from a timeout that the held ones are missing.
+    if (bth.ack_request() && !(_context.spec.retransmission == retransmission_mode::selective_repeat &&
+                               qp.responder.early.contains(_context.held, qp.responder.expected_psn)))
+        send_ack(qp, psn, wire::aeth_syndrome::ack(invalid_credits), now);
 }
 
 } // namespace rocefab::nic

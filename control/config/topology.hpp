@@ -59,6 +59,7 @@
 #include "dataplane/wire/ethernet.hpp"
 #include "dataplane/wire/ip.hpp"
 #include "nic_emu/dcqcn.hpp"
+#include "nic_emu/nic_spec.hpp"
 #include "switch_emu/switch_spec.hpp"
 
 #include <cstddef>
@@ -114,6 +115,7 @@ struct nic_settings {
     bool trust_pcp = false; // `trust: l2`: frames priority-tagged (mlnx_qos --trust pcp)
     nic::dcqcn_params dcqcn;
     std::uint8_t dcqcn_priorities = 0xff; // where DCQCN runs, as reaction and notification point
+    nic::retransmission_mode retransmission = nic::retransmission_mode::go_back_n; // `retransmission:`
 };
 
 struct host_config {

@@ -169,7 +169,8 @@ hosts:
 links: [ { a: h1/rfab0, b: h2/rfab0, speed: 25G } ]
 nic:
   dcqcn: { priorities: [3, 4], rpg_ai_rate: 40, min_time_between_cnps: 50us }
-  hosts: { h2: { host-rx-rate: 5G, trust: l2, dcqcn: { rpg_ai_rate: 10 } } }
+  retransmission: selective-repeat
+  hosts: { h2: { host-rx-rate: 5G, trust: l2, dcqcn: { rpg_ai_rate: 10 }, retransmission: go-back-n } }
 )",
                                        "test.yaml", topology, error))
         << error.to_string();
@@ -181,12 +182,14 @@ nic:
     EXPECT_EQ(h1.dcqcn_np_priorities, (1u << 3) | (1u << 4));
     EXPECT_EQ(h1.host_rx_bps, 0u);
     EXPECT_FALSE(h1.trust_pcp);
+    EXPECT_EQ(h1.retransmission, nic::retransmission_mode::selective_repeat);
     // h2's own keys over the section's: the rest of its DCQCN is the section's.
     EXPECT_EQ(h2.host_rx_bps, 5'000'000'000u);
     EXPECT_TRUE(h2.trust_pcp);
     EXPECT_EQ(h2.dcqcn.rpg_ai_rate_mbps, 10u);
     EXPECT_EQ(h2.dcqcn.min_time_between_cnps, microseconds(50));
     EXPECT_EQ(h2.dcqcn_rp_priorities, (1u << 3) | (1u << 4));
+    EXPECT_EQ(h2.retransmission, nic::retransmission_mode::go_back_n);
 }
 
 } // namespace

@@ -611,6 +611,46 @@ TEST_F(rc_mixed_under_faults, every_operation_completes_once_under_loss_corrupti
     faults.duplication = 0.005;
     faults.reordering = 0.01;
     run_mix(faults, 20000);
+    RecordProperty("resent", std::to_string(h1.nic->counters().retransmitted_packets));
+    RecordProperty("timeouts", std::to_string(h1.nic->counters().local_ack_timeout_err));
+}
+
+// The same with selective repeat (docs/retransmission.md): a lost request is resent alone, lost
+// READ responses and atomic ACKs are asked for again without the requests after them, and a lost
+// frame costs about one resend where go-back-N costs tens.
+class rc_mixed_under_faults_selective_repeat : public rc_mixed_under_faults {
+protected:
+    void adjust(nic_spec& a, nic_spec& b) override {
+        a.retransmission = b.retransmission = retransmission_mode::selective_repeat;
+    }
+};
+
+TEST_F(rc_mixed_under_faults_selective_repeat, every_operation_completes_once_with_about_one_resend_per_lost_frame) {
+    link_faults faults;
+    faults.loss = 0.01;
+    faults.corruption = 0.001;
+    faults.duplication = 0.005;
+    faults.reordering = 0.01;
+    run_mix(faults, 20000);
+    std::uint64_t lost = 0;
+    for (link_id l : {_a_to_b, _b_to_a})
+        lost += _wiring.link_at(l).counters().drops_loss + _wiring.link_at(l).counters().frames_corrupted;
+    const std::uint64_t resent = h1.nic->counters().retransmitted_packets;
+    RecordProperty("resent", std::to_string(resent));
+    RecordProperty("lost", std::to_string(lost));
+    RecordProperty("timeouts", std::to_string(h1.nic->counters().local_ack_timeout_err));
+    EXPECT_LE(resent, 2 * lost) << resent << " resent for " << lost << " frames lost";
+}
+
+class rc_read_atomic_reordered_selective_repeat : public rc_read_atomic_reordered {
+protected:
+    void adjust(nic_spec& a, nic_spec& b) override {
+        a.retransmission = b.retransmission = retransmission_mode::selective_repeat;
+    }
+};
+
+TEST_F(rc_read_atomic_reordered_selective_repeat, reads_and_adds_complete_once_when_both_directions_reorder) {
+    run_reads_and_adds_reordered(true, true, 3);
 }
 
 // A READ's response can arrive after the transport timer rewound the requester to it but

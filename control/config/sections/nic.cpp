@@ -1,5 +1,6 @@
 // `nic:`: the hosts' NICs as nic_emu runs them: the trust mode their RoCE frames carry (DSCP or PCP), DCQCN with
-// mlx5's knob names and units (nic_emu/dcqcn.hpp), and per host a slow receiver's rate and overrides.
+// mlx5's knob names and units (nic_emu/dcqcn.hpp), RC's retransmission mode (go-back-N or selective repeat), and per
+// host a slow receiver's rate and overrides.
 #include "control/config/sections/sections.hpp"
 
 #include "control/config/units.hpp"
@@ -103,13 +104,24 @@ void read_nic_settings(const yaml_reader& reader, const yaml_mapping& m, nic_set
         out.trust_pcp = trust == "l2";
     }
     if (const yaml_entry* e = m.find("dcqcn")) read_dcqcn(reader, e->value, m.child_path("dcqcn"), out);
+    if (const yaml_entry* e = m.find("retransmission")) {
+        const std::string at = m.child_path("retransmission");
+        const std::string mode = reader.expect_scalar(e->value, at, "selective-repeat");
+        if (mode != "go-back-n" && mode != "selective-repeat")
+            reader.fail(e->value, at,
+                        "unknown retransmission '" + mode +
+                            "'; expected go-back-n (IBA's, the default) or selective-repeat (resend only what the "
+                            "responder reports missing)");
+        out.retransmission = mode == "selective-repeat" ? nic::retransmission_mode::selective_repeat
+                                                        : nic::retransmission_mode::go_back_n;
+    }
 }
 
 } // namespace
 
 void read_nic(const yaml_reader& reader, const YAML::Node& node, topology& out) {
     if (node.IsNull()) return;
-    const yaml_mapping m = reader.expect_map(node, "nic", {"trust", "dcqcn", "hosts"});
+    const yaml_mapping m = reader.expect_map(node, "nic", {"trust", "dcqcn", "retransmission", "hosts"});
     read_nic_settings(reader, m, out.nic);
     for (host_config& h : out.hosts) h.nic = out.nic;
     const yaml_entry* e = m.find("hosts");
@@ -123,7 +135,7 @@ void read_nic(const yaml_reader& reader, const YAML::Node& node, topology& out) 
             std::find_if(out.hosts.begin(), out.hosts.end(), [&](const host_config& h) { return h.name == name; });
         if (host == out.hosts.end()) reader.fail(entry.key_node, at + "." + name, "unknown host '" + name + "'");
         const yaml_mapping settings =
-            reader.expect_map(entry.value, at + "." + name, {"host-rx-rate", "trust", "dcqcn"});
+            reader.expect_map(entry.value, at + "." + name, {"host-rx-rate", "trust", "dcqcn", "retransmission"});
         read_nic_settings(reader, settings, host->nic);
         if (const yaml_entry* rate = settings.find("host-rx-rate")) {
             const std::string path = settings.child_path("host-rx-rate");

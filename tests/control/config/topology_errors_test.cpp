@@ -373,6 +373,17 @@ hosts:
     EXPECT_CONTAINS(error.message, "cannot be a NIC address");
 }
 
+TEST(topology_errors, unknown_retransmission_mode_names_the_two_valid_ones) {
+    const auto error = load_error(fabric_with(R"(nic:
+  hosts: { h2: { retransmission: selective } })"));
+    EXPECT_EQ(error.line, 13);
+    EXPECT_EQ(error.column, 34);
+    EXPECT_EQ(error.key, "nic.hosts.h2.retransmission");
+    EXPECT_CONTAINS(error.message, "unknown retransmission 'selective'");
+    EXPECT_CONTAINS(error.message, "go-back-n");
+    EXPECT_CONTAINS(error.message, "selective-repeat");
+}
+
 TEST(topology_errors, yaml_syntax_error_carries_the_parser_position) {
     const auto error = load_error(R"(
 hosts:
