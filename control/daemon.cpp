@@ -199,7 +199,8 @@ private:
             } else if (op == "topology") {
                 reply = {{"ok", true},
                          {"topology", nlohmann::json::parse(config::to_json(_fabric.topology()))},
-                         {"host_network", _network.describe()}};
+                         {"host_network", _network.describe()},
+                         {"dataplane_cpu", _fabric.dataplane_cpu()}};
             } else if (op == "show") {
                 reply = {{"ok", true}, {"counters", _fabric.counters()}};
                 if (_rdma_cm) reply["counters"]["cm"] = _rdma_cm->counters();

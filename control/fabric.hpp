@@ -30,6 +30,9 @@ public:
 
     void start(); // the data-plane thread
     void stop();
+    // The CPU the data-plane thread has to itself (daemon: dataplane-cpu), or -1 when it shares
+    // them all. `rocefab run` keeps the programs it starts off it.
+    int dataplane_cpu() const { return _dataplane_cpu; }
 
     const config::topology& topology() const { return _topology; }
     realtime_driver& driver() { return *_driver; }
@@ -74,6 +77,7 @@ private:
     std::map<std::string, std::unique_ptr<capture>> _captures;
     std::int64_t _epoch_ns = 0; // wall clock at driver time 0, for pcap timestamps
     std::atomic<bool> _stop{false};
+    int _dataplane_cpu = -1;
     std::thread _thread;
 };
 

@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
+#include <sched.h>
 #include <unistd.h>
 #include <vector>
 
@@ -252,6 +253,18 @@ int command_run(const std::string& fabric_option, const std::string& host, std::
         missing = view.host + " runs without its host view: the daemon's reply was not understood (" + e.what() + ")";
     }
     if (!missing.empty()) std::cerr << "rocefab: " << missing << "\n";
+    // Off the data plane's CPU (fabric::dataplane_cpu): a program busy-polling beside it would
+    // take turns of milliseconds with the "hardware" it waits for. Kept when it is the only CPU
+    // the program may use.
+    if (const int busy = reply.value("dataplane_cpu", -1); busy >= 0 && busy < CPU_SETSIZE) {
+        cpu_set_t allowed;
+        CPU_ZERO(&allowed);
+        if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_ISSET(busy, &allowed) &&
+            CPU_COUNT(&allowed) > 1) {
+            CPU_CLR(busy, &allowed);
+            ::sched_setaffinity(0, sizeof allowed, &allowed);
+        }
+    }
     std::vector<char*> argv;
     for (auto& a : program) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -178,6 +178,10 @@ struct daemon_settings {
     std::string log_levels = "info";
     std::uint32_t max_sessions = 2048;
     std::uint32_t max_sessions_per_user = 512;
+    // The CPU the data-plane thread runs on alone (fabric::dataplane_cpu): a number, or one of:
+    static constexpr int dataplane_cpu_auto = -2; // the last one the daemon may use, given two or more
+    static constexpr int dataplane_cpu_none = -1; // none: it shares every CPU with the programs
+    int dataplane_cpu = dataplane_cpu_auto;
 };
 
 struct topology {

@@ -4,14 +4,17 @@
 
 #include "dataplane/log.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <grp.h>
+#include <sched.h>
 
 namespace rocefab::config::sections {
 
 void read_daemon(const yaml_reader& reader, const YAML::Node& node, daemon_settings& out) {
     if (node.IsNull()) return;
     const yaml_mapping m =
-        reader.expect_map(node, "daemon", {"attach-group", "log", "max-sessions", "max-sessions-per-user"});
+        reader.expect_map(node, "daemon", {"attach-group", "log", "max-sessions", "max-sessions-per-user", "dataplane-cpu"});
     if (const yaml_entry* e = m.find("attach-group")) {
         const std::string at = m.child_path("attach-group");
         const std::string group = reader.expect_scalar(e->value, at, "rdma");
@@ -30,6 +33,21 @@ void read_daemon(const yaml_reader& reader, const YAML::Node& node, daemon_setti
     if (const yaml_entry* e = m.find("max-sessions"))
         out.max_sessions = static_cast<std::uint32_t>(
             reader.expect_whole(e->value, m.child_path("max-sessions"), 1, 65536, "max-sessions"));
+    if (const yaml_entry* e = m.find("dataplane-cpu")) {
+        const std::string at = m.child_path("dataplane-cpu");
+        const std::string text = reader.expect_scalar(e->value, at, "auto");
+        if (text == "auto")
+            out.dataplane_cpu = daemon_settings::dataplane_cpu_auto;
+        else if (text == "none")
+            out.dataplane_cpu = daemon_settings::dataplane_cpu_none;
+        else if (!text.empty() && text.size() <= 4 && std::all_of(text.begin(), text.end(), ::isdigit) &&
+                 std::stoi(text) < CPU_SETSIZE)
+            out.dataplane_cpu = std::stoi(text);
+        else
+            reader.fail(e->value, at,
+                        "bad dataplane-cpu '" + text + "'; expected auto, none or a CPU number from 0 to " +
+                            std::to_string(CPU_SETSIZE - 1));
+    }
     if (const yaml_entry* e = m.find("max-sessions-per-user"))
         out.max_sessions_per_user = static_cast<std::uint32_t>(
             reader.expect_whole(e->value, m.child_path("max-sessions-per-user"), 1, 65536, "max-sessions-per-user"));

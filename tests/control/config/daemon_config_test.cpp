@@ -34,6 +34,22 @@ TEST(daemon_config, without_the_section_only_the_owner_attaches_and_the_log_is_a
     EXPECT_EQ(fabric.daemon.log_levels, "info");
     EXPECT_EQ(fabric.daemon.max_sessions, 2048u);
     EXPECT_EQ(fabric.daemon.max_sessions_per_user, 512u);
+    EXPECT_EQ(fabric.daemon.dataplane_cpu, daemon_settings::dataplane_cpu_auto);
+}
+
+TEST(daemon_config, the_data_planes_cpu_is_auto_none_or_a_number) {
+    topology fabric;
+    config_error error;
+    ASSERT_TRUE(parse_topology(fabric_with("daemon: { dataplane-cpu: none }"), "test.yaml", fabric, error));
+    EXPECT_EQ(fabric.daemon.dataplane_cpu, daemon_settings::dataplane_cpu_none);
+    ASSERT_TRUE(parse_topology(fabric_with("daemon: { dataplane-cpu: 3 }"), "test.yaml", fabric, error));
+    EXPECT_EQ(fabric.daemon.dataplane_cpu, 3);
+    ASSERT_TRUE(parse_topology(fabric_with("daemon: { dataplane-cpu: auto }"), "test.yaml", fabric, error));
+    EXPECT_EQ(fabric.daemon.dataplane_cpu, daemon_settings::dataplane_cpu_auto);
+    ASSERT_FALSE(parse_topology(fabric_with("daemon:\n  dataplane-cpu: last"), "test.yaml", fabric, error));
+    EXPECT_EQ(error.line, 2);
+    EXPECT_EQ(error.key, "daemon.dataplane-cpu");
+    EXPECT_CONTAINS(error.message, "bad dataplane-cpu 'last'; expected auto, none or a CPU number from 0 to");
 }
 
 TEST(daemon_config, every_key_loads) {
