@@ -225,14 +225,18 @@ class confused_deputy(shared_fabric):
         self.work.cleanup()
         self.private.cleanup()
 
-    def start_probe(self, mode, *extra, through_rocefab_run=True):
+    def start_probe(self, mode, *extra, through_rocefab_run=True, shared_mr=False):
+        """shared_mr: whether the probe's verbs library hands its registered pages over on a
+        memfd (ROCEFAB_SHARED_MR, nic_emu/verbs/shared_pages.hpp) or leaves them to be reached
+        through its /proc/self/mem."""
         probe = [self.user_probe, mode, "--address", FIXED_ADDRESS, "--peer-socket", self.attach_socket("h2"),
                  "--ready", self.ready, "--done", self.done, *extra]
+        shared = dict(self.env, ROCEFAB_SHARED_MR="1" if shared_mr else "0")
         if through_rocefab_run:
             command = as_test_user(self.user_rocefab, "run", "--fabric", self.name, "--host", "h1", "--", *probe)
-            return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
+            return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=shared)
         # What `rocefab run` sets, set by hand: an attacker needs no `rocefab run` to attach.
-        env = dict(self.env, ROCEFAB_SOCKET=self.attach_socket("h1"), ROCEFAB_HOST="h1",
+        env = dict(shared, ROCEFAB_SOCKET=self.attach_socket("h1"), ROCEFAB_HOST="h1",
                    LD_LIBRARY_PATH=os.path.join(os.path.dirname(self.user_rocefab), "nic_emu", "verbs"))
         return subprocess.Popen(as_test_user(*probe), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env)
@@ -245,7 +249,11 @@ class confused_deputy(shared_fabric):
                 break
         return lines
 
-    def check_nothing_reached_the_holder(self, lines):
+    def check_nothing_reached_the_holder(self, lines, shared_mr=False):
+        """Through /proc/self/mem the old rkey reaches nothing at all. With the pages handed over
+        on a memfd it reaches those pages, the probe's own, which outlive its exec as pinned pages
+        do on a ConnectX: a READ then returns the probe's bytes and a WRITE lands there, but
+        neither ever touches the process that took the pid or the address."""
         text = "\n".join(lines)
         self.assertIn("sanity: read own page: success", text)
         # Registering the root process's page fails as registering unmapped memory does.
@@ -253,16 +261,32 @@ class confused_deputy(shared_fabric):
         read = [l for l in lines if l.startswith("read: ")]
         self.assertEqual(len(read), 1, text)
         status, data = read[0][len("read: "):].rsplit(" ", 1)
-        self.assertNotEqual(status, "success", text)
+        if shared_mr:
+            self.assertEqual(status, "success", text)  # the probe's own pages, handed over
+        else:
+            self.assertNotEqual(status, "success", text)
         self.assertNotIn(data, self.secret.hex())
         for i in range(0, 64 - 8, 8):
             self.assertNotIn(self.secret[i:i + 8].hex(), data, "secret bytes were read")
         write = [l for l in lines if l.startswith("write: ")]
         self.assertEqual(len(write), 1, text)
-        self.assertNotEqual(write[0], "write: success", "a write that went nowhere was acknowledged")
+        if not shared_mr:
+            self.assertNotEqual(write[0], "write: success", "a write that went nowhere was acknowledged")
         self.assertIn("holder: intact", text)
 
     def test_exec_of_a_setuid_binary_does_not_hand_its_memory_to_the_child(self):
+        self.exec_of_a_setuid_binary(shared_mr=False)
+
+    def test_exec_of_a_setuid_binary_does_not_hand_its_memory_to_the_child_with_shared_pages(self):
+        self.exec_of_a_setuid_binary(shared_mr=True)
+
+    def test_a_recycled_pid_does_not_hand_the_new_process_memory_to_the_child(self):
+        self.recycled_pid(shared_mr=False)
+
+    def test_a_recycled_pid_does_not_hand_the_new_process_memory_to_the_child_with_shared_pages(self):
+        self.recycled_pid(shared_mr=True)
+
+    def exec_of_a_setuid_binary(self, shared_mr):
         holder = os.path.join(self.work.name, "holder")
         shutil.copy(self.user_probe, holder)
         os.chown(holder, 0, 0)
@@ -270,17 +294,18 @@ class confused_deputy(shared_fabric):
         # Not through `rocefab run`: an unprivileged run is in a user namespace of its own, where
         # the kernel ignores the set-uid bit of a root-owned file, so the attack could not even
         # be staged there. Attached directly, as an attacker may, the exec does make it root.
-        probe = self.start_probe("exec", "--holder", holder, "--secret", self.secret_file, through_rocefab_run=False)
+        probe = self.start_probe("exec", "--holder", holder, "--secret", self.secret_file, through_rocefab_run=False,
+                                 shared_mr=shared_mr)
         try:
             out, err = probe.communicate(timeout=120)
         finally:
             probe.kill()
         lines = out.splitlines()
         self.assertIn("holder: pid %d uid 0" % probe.pid, lines, out + err)
-        self.check_nothing_reached_the_holder(lines)
+        self.check_nothing_reached_the_holder(lines, shared_mr)
 
-    def test_a_recycled_pid_does_not_hand_the_new_process_memory_to_the_child(self):
-        probe = self.start_probe("reuse")
+    def recycled_pid(self, shared_mr):
+        probe = self.start_probe("reuse", shared_mr=shared_mr)
         lines = self.read_lines(probe.stdout, "victim pid ")
         self.assertTrue(lines and lines[-1].startswith("victim pid "), "\n".join(lines))
         victim = int(lines[-1].split()[-1])
@@ -309,7 +334,7 @@ class confused_deputy(shared_fabric):
             holder.kill()
             probe.kill()
         self.assertIn("holder: pid %d uid 0" % victim, holder_out.splitlines(), holder_err + child_err)
-        self.check_nothing_reached_the_holder(lines + child_out.splitlines() + holder_out.splitlines())
+        self.check_nothing_reached_the_holder(lines + child_out.splitlines() + holder_out.splitlines(), shared_mr)
 
 
 class shared_memory(shared_fabric):
