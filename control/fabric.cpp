@@ -262,7 +262,7 @@ void fabric::start() {
     _dataplane_cpu = choose_dataplane_cpu(_topology.daemon.dataplane_cpu);
     if (_topology.daemon.dataplane_cpu >= 0 && _dataplane_cpu < 0)
         log::daemon().warn("dataplane-cpu {} is not a CPU this daemon may run on: the data plane shares them all",
-                            _topology.daemon.dataplane_cpu);
+                           _topology.daemon.dataplane_cpu);
     timespec wall{};
     clock_gettime(CLOCK_REALTIME, &wall);
     _epoch_ns = std::int64_t(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec;

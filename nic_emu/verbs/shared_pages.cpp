@@ -36,7 +36,8 @@ bool private_anonymous(std::uint64_t start, std::uint64_t end) {
         if (to <= covered) continue;
         if (from > covered) break; // a gap
         const char* name = line + name_at;
-        const bool anonymous = inode == 0 && (name[0] == '\n' || name[0] == '\0' || std::strncmp(name, "[heap]", 6) == 0);
+        const bool anonymous =
+            inode == 0 && (name[0] == '\n' || name[0] == '\0' || std::strncmp(name, "[heap]", 6) == 0);
         if (!anonymous || std::strcmp(permissions, "rw-p") != 0) break;
         covered = to;
     }

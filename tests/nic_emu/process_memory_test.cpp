@@ -100,14 +100,14 @@ TEST(process_memory, a_memfd_that_could_shrink_or_does_not_cover_the_pages_is_re
     }
     {
         program_pages short_file(2);
-        EXPECT_FALSE(process_memory::map_shared(short_file.take(), short_file.address(), 4 * page,
-                                                short_file.address(), 4 * page, mapping, why));
+        EXPECT_FALSE(process_memory::map_shared(short_file.take(), short_file.address(), 4 * page, short_file.address(),
+                                                4 * page, mapping, why));
         EXPECT_NE(why.find("shorter"), std::string::npos) << why;
     }
     {
         program_pages pages(2);
-        EXPECT_FALSE(process_memory::map_shared(pages.take(), pages.address() + 8, pages.length - page,
-                                                pages.address(), pages.length, mapping, why));
+        EXPECT_FALSE(process_memory::map_shared(pages.take(), pages.address() + 8, pages.length - page, pages.address(),
+                                                pages.length, mapping, why));
         EXPECT_NE(why.find("whole pages within the region"), std::string::npos) << why;
     }
     {

@@ -13,8 +13,8 @@ namespace rocefab::config::sections {
 
 void read_daemon(const yaml_reader& reader, const YAML::Node& node, daemon_settings& out) {
     if (node.IsNull()) return;
-    const yaml_mapping m =
-        reader.expect_map(node, "daemon", {"attach-group", "log", "max-sessions", "max-sessions-per-user", "dataplane-cpu"});
+    const yaml_mapping m = reader.expect_map(
+        node, "daemon", {"attach-group", "log", "max-sessions", "max-sessions-per-user", "dataplane-cpu"});
     if (const yaml_entry* e = m.find("attach-group")) {
         const std::string at = m.child_path("attach-group");
         const std::string group = reader.expect_scalar(e->value, at, "rdma");
