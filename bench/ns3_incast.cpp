@@ -26,7 +26,8 @@ namespace {
 
 std::uint64_t frames_received = 0;
 
-void count_frame(ns3::Ptr<const ns3::Packet>) { ++frames_received; }
+// By value: the trace source connects only a sink of exactly its own signature.
+void count_frame(ns3::Ptr<const ns3::Packet>) { ++frames_received; } // NOLINT(performance-unnecessary-value-param)
 
 } // namespace
 
