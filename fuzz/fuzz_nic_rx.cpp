@@ -35,6 +35,10 @@ public:
     sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) override {
         if (port != 0) fuzz::invariant_broken("the NIC sent out of a port it does not have");
         if (fuzz::from_input_pool(frame)) fuzz::invariant_broken("the NIC sent a frame it was given");
+        // This checks the bytes as a wire would carry them: the ICRC the NIC left to be written
+        // where something observes the frame (dataplane/packet.hpp) is written here, as a
+        // capture writes it, and must then be valid like everything else.
+        seal_deferred_icrc(frame);
         const std::span<std::uint8_t> bytes = frame_bytes(frame);
         const auto* eth = reinterpret_cast<const wire::ethernet_header*>(bytes.data());
         if (bytes.size() >= sizeof *eth && eth->ether_type.load() == wire::ethertype::mac_control) {
