@@ -9,6 +9,7 @@
 #include "switch_emu/switch_spec.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -79,10 +80,12 @@ public:
     // nullptr when no prefix covers the address. `destination` points at 4 (IPv4) or 16 (IPv6)
     // bytes in network order, as they sit in the header.
     const route_group* lookup_v4(const std::uint8_t* destination) const {
-        const std::uint32_t address = std::uint32_t(destination[0]) << 24 | std::uint32_t(destination[1]) << 16 |
-                                      std::uint32_t(destination[2]) << 8 | destination[3];
-        return group(_v4.lookup(address));
+        wire::be32 address;
+        std::memcpy(&address, destination, sizeof address);
+        return lookup_v4(address);
     }
+    // The IPv4 header's field as it is: one load and a byte swap.
+    const route_group* lookup_v4(wire::be32 destination) const { return group(_v4.lookup(destination.load())); }
     const route_group* lookup_v6(const std::uint8_t* destination) const { return group(lookup(_v6, destination)); }
     std::span<const std::uint16_t> ports(const route_group& group) const { return {&_ports[group.first], group.count}; }
     // Marks the groups whose ports `is_adaptive(std::span<const std::uint16_t>)` accepts.
@@ -151,8 +154,8 @@ public:
         auto* ipv4 = parsed.v6 ? nullptr : rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, parsed.l3_offset);
         auto* ipv6 = parsed.v6 ? rte_pktmbuf_mtod_offset(frame, wire::ipv6_header*, parsed.l3_offset) : nullptr;
 
-        const route_group* group = ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data())
-                                        : _table.lookup_v4(reinterpret_cast<const std::uint8_t*>(&ipv4->destination));
+        const route_group* group =
+            ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data()) : _table.lookup_v4(ipv4->destination);
         if (!group) return route_verdict::no_route;
         const hop_rewrite& hop =
             _rewrites[group->first + (group->count > 1 ? choose_member(frame, parsed, *group) : 0)];
