@@ -97,10 +97,13 @@ bool process_memory::map_shared(int fd, std::uint64_t address, std::uint64_t len
 
 void process_memory::unmap_shared(const shared_mapping& m) { ::munmap(m.view, m.length); }
 
+std::vector<process_memory::shared_segment>::const_iterator process_memory::first_after(std::uint64_t address) const {
+    return std::upper_bound(_shared.begin(), _shared.end(), address,
+                            [](std::uint64_t a, const shared_segment& s) { return a < s.mapping.address; });
+}
+
 void process_memory::add_shared(const shared_mapping& m, std::uint32_t owner) {
-    const auto at = std::upper_bound(_shared.begin(), _shared.end(), m.address,
-                                     [](std::uint64_t a, const shared_segment& s) { return a < s.mapping.address; });
-    _shared.insert(at, {m, owner});
+    _shared.insert(first_after(m.address), {m, owner});
 }
 
 void process_memory::remove_shared(std::uint32_t owner) {
@@ -113,8 +116,7 @@ void process_memory::remove_shared(std::uint32_t owner) {
 std::uint8_t* process_memory::shared_view(std::uint64_t address, std::size_t length) const {
     // The last segment starting at or below `address`; segments may overlap only if a program
     // lied about its pages, and then whichever is found is still memory it gave.
-    auto it = std::upper_bound(_shared.begin(), _shared.end(), address,
-                               [](std::uint64_t a, const shared_segment& s) { return a < s.mapping.address; });
+    auto it = first_after(address);
     if (it == _shared.begin()) return nullptr;
     const shared_mapping& m = (--it)->mapping;
     const std::uint64_t offset = address - m.address;

@@ -77,6 +77,8 @@ private:
         std::uint32_t owner;
     };
     std::vector<shared_segment> _shared; // by address
+    // The first segment that starts above `address` (end() if none).
+    std::vector<shared_segment>::const_iterator first_after(std::uint64_t address) const;
 
     int _mem;
     int _maps;
