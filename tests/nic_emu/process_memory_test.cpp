@@ -34,7 +34,9 @@ struct program_pages {
     explicit program_pages(std::size_t pages, int seals = F_SEAL_SHRINK | F_SEAL_GROW) : length(pages * page) {
         fd = ::memfd_create("test-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         EXPECT_EQ(::ftruncate(fd, static_cast<off_t>(length)), 0);
-        if (seals) EXPECT_EQ(::fcntl(fd, F_ADD_SEALS, seals), 0);
+        if (seals != 0) {
+            EXPECT_EQ(::fcntl(fd, F_ADD_SEALS, seals), 0);
+        }
         base = static_cast<std::uint8_t*>(::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
         EXPECT_NE(base, MAP_FAILED);
     }
