@@ -37,12 +37,6 @@ ipv6_address ipv6_address::v4_mapped(std::uint32_t v4) {
     return a;
 }
 
-bool ipv6_address::is_v4_mapped() const {
-    for (int i = 0; i < 10; ++i)
-        if (bytes[i]) return false;
-    return bytes[10] == 0xff && bytes[11] == 0xff;
-}
-
 std::uint32_t ipv6_address::v4() const {
     return std::uint32_t(bytes[12]) << 24 | std::uint32_t(bytes[13]) << 16 | std::uint32_t(bytes[14]) << 8 | bytes[15];
 }

@@ -78,7 +78,12 @@ struct ipv6_address {
 
     // ::ffff:a.b.c.d, the form RoCEv2 GIDs take for IPv4 addresses.
     static ipv6_address v4_mapped(std::uint32_t ipv4_host_order);
-    bool is_v4_mapped() const;
+    // Inline, as a 12-byte compare: every RoCE frame a NIC builds asks it (a byte loop here
+    // was 2 % of `rocefab sim`'s instructions).
+    bool is_v4_mapped() const {
+        static constexpr std::array<std::uint8_t, 12> prefix{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        return std::memcmp(bytes.data(), prefix.data(), prefix.size()) == 0;
+    }
     std::uint32_t v4() const; // meaningful only when is_v4_mapped()
     std::string to_string() const;
     static bool parse(const std::string& text, ipv6_address& out);
