@@ -51,8 +51,7 @@ struct responder_resource {
     std::uint32_t sent = 0;
     std::uint32_t response_psn = 0; // PSN of the first response of the range being answered
     std::uint64_t original = 0;     // atomic: the value before the operation (host order)
-    bool pending = false;           // responses still to send
-    // The pending responses answer a duplicate (C9-112/C9-113). The requester may be done with
+    // The responses still to send (responder_record::pending_slots) answer a duplicate (C9-112/C9-113). The requester may be done with
     // the request already (a late duplicate, or a retry overtaken by the original responses), so
     // a replay does not count against max_dest_rd_atomic.
     bool replay = false;
@@ -224,6 +223,10 @@ struct responder_record {
     // Responder resources for RDMA READ and atomics, oldest at rd_atomic_head.
     std::array<responder_resource, max_responder_resources> rd_atomic{};
     std::uint32_t rd_atomic_head = 0; // the next slot to fill
+    // One bit per slot of rd_atomic: the resources with responses still to send. The responder
+    // asks at every poll and deadline of every QP; looking through the 16 slots each time was
+    // a fifth of `rocefab sim`'s instructions (callgrind, 16:1 incast).
+    std::uint16_t pending_slots = 0;
     std::optional<nic::deferred_ack> deferred_ack;
 };
 

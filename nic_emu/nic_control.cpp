@@ -688,6 +688,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.responder.msn = 0;
             qp.responder.rd_atomic = {};
             qp.responder.rd_atomic_head = 0;
+            qp.responder.pending_slots = 0;
             qp.responder.deferred_ack.reset();
             _completer.set_state(qp, completer_state::ready);
         }

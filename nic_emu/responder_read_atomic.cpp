@@ -15,6 +15,7 @@
 #include "dataplane/link.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace rocefab::nic {
@@ -31,19 +32,34 @@ std::uint32_t resource_capacity(const queue_pair& qp) {
     return std::clamp<std::uint32_t>(qp.attr.max_dest_rd_atomic, 1, max_responder_resources);
 }
 
+static_assert(max_responder_resources == 16, "pending_slots has a bit per resource");
+
+std::uint32_t slot_of(const queue_pair& qp, const responder_resource& r) {
+    return static_cast<std::uint32_t>(&r - qp.responder.rd_atomic.data());
+}
+
+bool is_pending(const queue_pair& qp, const responder_resource& r) {
+    return (qp.responder.pending_slots >> slot_of(qp, r)) & 1u;
+}
+
+void set_pending(queue_pair& qp, const responder_resource& r, bool pending) {
+    const auto bit = static_cast<std::uint16_t>(1u << slot_of(qp, r));
+    qp.responder.pending_slots = pending ? qp.responder.pending_slots | bit : qp.responder.pending_slots & ~bit;
+}
+
+// The pending resource nearest after rd_atomic_head, in slot order: the oldest.
 responder_resource* oldest_pending(queue_pair& qp) {
-    for (std::uint32_t i = 0; i < max_responder_resources; ++i) {
-        responder_resource& r = qp.responder.rd_atomic[(qp.responder.rd_atomic_head + i) % max_responder_resources];
-        if (r.pending) return &r;
-    }
-    return nullptr;
+    const std::uint32_t pending = qp.responder.pending_slots;
+    if (pending == 0) return nullptr;
+    const std::uint32_t head = qp.responder.rd_atomic_head;
+    const std::uint32_t from_head = ((pending >> head) | (pending << (max_responder_resources - head))) & 0xffffu;
+    return &qp.responder.rd_atomic[(head + std::countr_zero(from_head)) % max_responder_resources];
 }
 
 } // namespace
 
 bool responder::responses_pending(const queue_pair& qp) const {
-    const auto& resources = qp.responder.rd_atomic;
-    return std::any_of(resources.begin(), resources.end(), [](const auto& r) { return r.pending; });
+    return qp.responder.pending_slots != 0;
 }
 
 void responder::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
@@ -60,7 +76,7 @@ void responder::handle_read_atomic_request(queue_pair& qp, const wire::parsed_ro
         return;
     }
     std::uint32_t pending = 0;
-    for (const auto& r : qp.responder.rd_atomic) pending += r.pending && !r.replay;
+    for (const auto& r : qp.responder.rd_atomic) pending += is_pending(qp, r) && !r.replay;
     if (pending >= resource_capacity(qp)) {
         // The requester has more READ/atomic requests outstanding than max_dest_rd_atomic
         // (IBA 9.7.5.1.3: too many outstanding is an invalid request).
@@ -139,8 +155,8 @@ void responder::handle_read_atomic_request(queue_pair& qp, const wire::parsed_ro
     }
     res.first_psn = psn;
     res.response_psn = psn;
-    res.pending = true;
     qp.responder.rd_atomic[qp.responder.rd_atomic_head] = res;
+    set_pending(qp, qp.responder.rd_atomic[qp.responder.rd_atomic_head], true);
     qp.responder.rd_atomic_head = (qp.responder.rd_atomic_head + 1) % max_responder_resources;
     qp.responder.expected_psn = wire::psn_add(psn, res.packets);
     qp.responder.msn = wire::psn_add(qp.responder.msn, 1);
@@ -162,7 +178,7 @@ void responder::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_
     if (!is_read) {
         if (found->type != responder_resource::kind::atomic || found->first_psn != psn) return;
         ++_context.counters.resp_duplicate_atomic_replays;
-        found->pending = true; // the same ATOMIC ACKNOWLEDGE again, not the operation
+        set_pending(qp, *found, true); // the same ATOMIC ACKNOWLEDGE again, not the operation
         found->replay = true;
         return;
     }
@@ -188,13 +204,14 @@ void responder::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_
     found->length = length;
     found->sent = 0;
     found->response_psn = psn;
-    found->pending = true;
+    set_pending(qp, *found, true);
     found->replay = true;
 }
 
 bool responder::run(queue_pair& qp, sim_time now) {
     if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD && qp.state != IBV_QPS_SQE)
         return false;
+    if (!responses_pending(qp) && !qp.responder.deferred_ack) return false;
     gather_batch batch;
     sim_time link_free = std::max(_context.port.link_busy_until(), now);
     bool failed = false;
@@ -216,7 +233,7 @@ bool responder::run(queue_pair& qp, sim_time now) {
             spec.atomic_original = res->original;
             frame = _context.port.start_frame(spec, 0, out);
             if (!frame) break;
-            res->pending = false;
+            set_pending(qp, *res, false);
         } else {
             // IBA 9.7.5.1.4: one response per MTU, PSNs from the request's; AETH on FIRST,
             // LAST and ONLY (Table 39), MIDDLE carries none.
@@ -237,7 +254,7 @@ bool responder::run(queue_pair& qp, sim_time now) {
                 if (!mr) {
                     failed = true;
                     failed_psn = spec.psn;
-                    res->pending = false;
+                    set_pending(qp, *res, false);
                     break;
                 }
                 if (batch.memory && batch.memory != mr->memory) break; // the next burst takes it
@@ -252,7 +269,7 @@ bool responder::run(queue_pair& qp, sim_time now) {
                 ++batch.segments;
             }
             res->sent += payload;
-            if (last) res->pending = false;
+            if (last) set_pending(qp, *res, false);
         }
         if (batch.count == 0) batch_psn = spec.psn;
         batch.frames[batch.count++] = frame;
