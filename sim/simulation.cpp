@@ -146,7 +146,8 @@ simulation::simulation(const scenario& s) : _scenario(s) {
     static rte_mempool* pool = [] {
         eal_options options;
         options.file_prefix = "rocefab-sim-" + std::to_string(::getpid());
-        return start_eal(options, error) ? create_packet_pool("rocefab_sim_pool", 16383, error) : nullptr;
+        return start_eal(options, error) ? create_packet_pool("rocefab_sim_pool", 16383, error, pool_pages::populated)
+                                         : nullptr;
     }();
     if (!pool) throw std::runtime_error(error);
 
