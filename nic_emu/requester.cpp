@@ -69,11 +69,20 @@ std::uint8_t transport_opcode(ibv_qp_type type, ib_opcode rc_opcode) {
 bool requester::run(queue_pair& qp, sim_time now) {
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return false;
     if (now < qp.requester.rnr_wait_until) return false;
+    qp.rate->advance(now); // a rate increase due by now counts for this burst
+    // UC and UD expect no acknowledgement: a WQE is done once its last packet is sent.
+    const bool retire_when_sent = qp.type != IBV_QPT_RC;
+    // Nothing to resend and no WQE posted that has not started: the loop below would find that
+    // out after asking the port, and every poll of the NIC runs every QP.
+    if (qp.requester.resends.empty() && qp.requester.sq_current == qp.requester.sq_started &&
+        qp.control->send.producer.load(std::memory_order_acquire) == qp.requester.sq_started) {
+        if (retire_when_sent) retire_sent(qp);
+        return false;
+    }
     bool did_work = false;
     gather_batch batch;
     // The port's transmit FIFO: what is already on the link plus what this burst adds.
     sim_time link_free = std::max(_context.port.link_busy_until(), now);
-    qp.rate->advance(now); // a rate increase due by now counts for this burst
     while (batch.count < gather_batch::max_packets) {
         if (link_free > now + transmit_fifo_time) break;
         if (paced_until(qp) > now) break; // DCQCN: the QP's rate, not the port's, limits it
@@ -108,8 +117,7 @@ bool requester::run(queue_pair& qp, sim_time now) {
         did_work = true;
     }
     transmit_batch(qp, batch, now);
-    // UC and UD expect no acknowledgement: a WQE is done once its last packet is sent.
-    if (qp.type != IBV_QPT_RC && qp.state != IBV_QPS_ERR) retire_sent(qp);
+    if (retire_when_sent && qp.state != IBV_QPS_ERR) retire_sent(qp);
     return did_work;
 }
 
