@@ -22,11 +22,14 @@ public:
     // gap that now follow in order (reorder_buffer.hpp).
     void resume(queue_pair& qp, sim_time now);
     // Sends the READ responses and atomic ACKs that are due, in PSN order, as the link allows.
-    bool run(queue_pair& qp, sim_time now);
+    // Asked of every QP at every poll: the common answer, nothing to send, is given here.
+    bool run(queue_pair& qp, sim_time now) {
+        return (responses_pending(qp) || qp.responder.deferred_ack) && send_responses(qp, now);
+    }
     // The sequence NAK of a gap that stayed open past reorder_grace. True when it sent one.
     bool run_timers(queue_pair& qp, sim_time now);
     sim_time deadline(const queue_pair& qp) const;
-    bool responses_pending(const queue_pair& qp) const;
+    bool responses_pending(const queue_pair& qp) const { return qp.responder.pending_slots != 0; }
     // Drops the requests `qp` holds ahead of gaps: it takes none any more.
     void release_early(queue_pair& qp);
     // Makes the staged writes, then posts the completions and sends the acknowledgements that
@@ -40,6 +43,7 @@ public:
     }
 
 private:
+    bool send_responses(queue_pair& qp, sim_time now);
     void handle_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now);
     // Requests ahead of a PSN gap (reorder_buffer.hpp). A held frame stays out of receive()'s
     // hands through the context's current_frame_kept.

@@ -58,10 +58,6 @@ responder_resource* oldest_pending(queue_pair& qp) {
 
 } // namespace
 
-bool responder::responses_pending(const queue_pair& qp) const {
-    return qp.responder.pending_slots != 0;
-}
-
 void responder::handle_read_atomic_request(queue_pair& qp, const wire::parsed_roce& packet, sim_time now) {
     const wire::bth& bth = *packet.bth_header;
     const std::uint32_t psn = bth.psn();
@@ -208,10 +204,9 @@ void responder::handle_duplicate_read_atomic(queue_pair& qp, const wire::parsed_
     found->replay = true;
 }
 
-bool responder::run(queue_pair& qp, sim_time now) {
+bool responder::send_responses(queue_pair& qp, sim_time now) {
     if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD && qp.state != IBV_QPS_SQE)
         return false;
-    if (!responses_pending(qp) && !qp.responder.deferred_ack) return false;
     gather_batch batch;
     sim_time link_free = std::max(_context.port.link_busy_until(), now);
     bool failed = false;
