@@ -33,12 +33,12 @@ nic::shared_region make_region(std::size_t length) {
 
 } // namespace
 
-// A host's verbs resources: one context, PD and memory region, the source of every WRITE it
-// sends and the target of every WRITE it receives (the bytes are not checked).
+// A host's verbs resources: one context, PD and memory region (over the generator's _memory),
+// the source of every WRITE it sends and the target of every WRITE it receives (the bytes are
+// not checked).
 struct traffic_generator::host {
     nic::nic_node* nic;
     std::uint32_t context = 0, pd = 0, mr = 0, lkey = 0, rkey = 0;
-    std::vector<std::uint8_t> memory;
 };
 
 // One flow's QP pair and the sender's send CQ.
@@ -52,15 +52,15 @@ struct traffic_generator::connection {
     std::uint32_t outstanding = 0;
 };
 
-traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::nic_node*>& nics) : _scenario(s) {
+traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::nic_node*>& nics)
+    : _scenario(s), _memory(s.message_bytes) {
     for (nic::nic_node* n : nics) {
         auto h = std::make_unique<host>();
         h->nic = n;
-        h->memory.resize(s.message_bytes);
         h->context = n->open_context(std::make_unique<nic::local_address_space>(), -1);
         check(n->alloc_pd(h->context, h->pd), "alloc_pd");
-        const auto address = reinterpret_cast<std::uint64_t>(h->memory.data());
-        check(n->reg_mr(h->context, h->pd, address, h->memory.size(), address,
+        const auto address = reinterpret_cast<std::uint64_t>(_memory.data());
+        check(n->reg_mr(h->context, h->pd, address, _memory.size(), address,
                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, h->mr, h->lkey, h->rkey),
               "reg_mr");
         _hosts.push_back(std::move(h));
@@ -179,8 +179,8 @@ void traffic_generator::post_writes(std::size_t i) {
         w.opcode = IBV_WR_RDMA_WRITE;
         w.flags = hw::wqe_flag::signaled;
         w.num_sge = 1;
-        w.sg_list[0] = {reinterpret_cast<std::uint64_t>(from.memory.data()), length, from.lkey};
-        w.remote_address = reinterpret_cast<std::uint64_t>(to.memory.data());
+        w.sg_list[0] = {reinterpret_cast<std::uint64_t>(_memory.data()), length, from.lkey};
+        w.remote_address = reinterpret_cast<std::uint64_t>(_memory.data());
         w.rkey = to.rkey;
         ring.producer.store(p + 1, std::memory_order_release);
         f.bytes_posted += length;
