@@ -51,9 +51,10 @@ struct responder_resource {
     std::uint32_t sent = 0;
     std::uint32_t response_psn = 0; // PSN of the first response of the range being answered
     std::uint64_t original = 0;     // atomic: the value before the operation (host order)
-    // The responses still to send (responder_record::pending_slots) answer a duplicate (C9-112/C9-113). The requester may be done with
-    // the request already (a late duplicate, or a retry overtaken by the original responses), so
-    // a replay does not count against max_dest_rd_atomic.
+    // The responses still to send (responder_record::pending_slots) answer a duplicate
+    // (C9-112/C9-113). The requester may be done with the request already (a late duplicate, or
+    // a retry overtaken by the original responses), so a replay does not count against
+    // max_dest_rd_atomic.
     bool replay = false;
 };
 
