@@ -39,6 +39,7 @@ nic::shared_region make_region(std::size_t length) {
 struct traffic_generator::host {
     nic::nic_node* nic;
     std::uint32_t context = 0, pd = 0, mr = 0, lkey = 0, rkey = 0;
+    hw::doorbell_queue* doorbells = nullptr; // in the context's region, as the verbs library maps it
 };
 
 // One flow's QP pair and the sender's send CQ.
@@ -57,7 +58,11 @@ traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::n
     for (nic::nic_node* n : nics) {
         auto h = std::make_unique<host>();
         h->nic = n;
-        h->context = n->open_context(std::make_unique<nic::local_address_space>(), -1);
+        // With a doorbell queue, as every program the daemon serves has, the NIC looks only at the
+        // QPs rung or due; without one it would look at every QP of the context at every poll.
+        nic::shared_region doorbells = make_region(hw::doorbell_queue_region_size);
+        h->doorbells = static_cast<hw::doorbell_queue*>(doorbells.base());
+        h->context = n->open_context(std::make_unique<nic::local_address_space>(), -1, std::move(doorbells));
         check(n->alloc_pd(h->context, h->pd), "alloc_pd");
         const auto address = reinterpret_cast<std::uint64_t>(_memory.data());
         check(n->reg_mr(h->context, h->pd, address, _memory.size(), address,
@@ -169,6 +174,7 @@ void traffic_generator::post_writes(std::size_t i) {
     const host& from = *_hosts[f.spec->source];
     const host& to = *_hosts[f.spec->destination];
     auto& ring = c.qp_control->send;
+    const std::uint32_t posted = ring.producer.load(std::memory_order_relaxed);
     while (c.outstanding < outstanding_writes && f.bytes_posted < f.spec->bytes) {
         const auto length = static_cast<std::uint32_t>(
             std::min<std::uint64_t>(_scenario.message_bytes, f.spec->bytes - f.bytes_posted));
@@ -186,6 +192,22 @@ void traffic_generator::post_writes(std::size_t i) {
         f.bytes_posted += length;
         ++c.outstanding;
     }
+    if (ring.producer.load(std::memory_order_relaxed) != posted) ring_doorbell(from, c);
+}
+
+void traffic_generator::ring_doorbell(const host& h, connection& c) {
+    // hw_abi.hpp's handshake, as the verbs library does it: the WQEs are published, then the QP
+    // is queued once until the NIC takes it.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (c.qp_control->queued.exchange(1, std::memory_order_seq_cst) != 0) return;
+    hw::doorbell_queue& q = *h.doorbells;
+    const std::uint32_t p = q.ring.producer.load(std::memory_order_relaxed);
+    if (p - q.ring.consumer.load(std::memory_order_acquire) >= hw::doorbell_queue_slots) {
+        q.overflowed.store(1, std::memory_order_relaxed);
+        return;
+    }
+    q.handles[p % hw::doorbell_queue_slots].store(c.qp_sender, std::memory_order_relaxed);
+    q.ring.producer.store(p + 1, std::memory_order_release);
 }
 
 bool traffic_generator::serve(std::size_t i, sim_time now, bool& finished) {
