@@ -137,6 +137,23 @@ struct doorbell_queue {
     alignas(cache_line) std::atomic<std::uint32_t> handles[doorbell_queue_slots];
 };
 
+// The program's side of the handshake above, after it published its WQEs: true when the QP was
+// not queued yet and the program must push its handle (push_doorbell), under whatever lock keeps
+// its other threads off the queue.
+inline bool claim_doorbell(qp_control& qp) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return qp.queued.exchange(1, std::memory_order_seq_cst) == 0;
+}
+inline void push_doorbell(doorbell_queue& q, std::uint32_t qp_handle) {
+    const std::uint32_t producer = q.ring.producer.load(std::memory_order_relaxed);
+    if (producer - q.ring.consumer.load(std::memory_order_acquire) >= doorbell_queue_slots) {
+        q.overflowed.store(1, std::memory_order_release); // the NIC will look at every QP
+        return;
+    }
+    q.handles[producer % doorbell_queue_slots].store(qp_handle, std::memory_order_relaxed);
+    q.ring.producer.store(producer + 1, std::memory_order_release);
+}
+
 inline constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
 inline constexpr std::size_t cq_slots_offset = align_up(sizeof(cq_control), cache_line);

@@ -192,22 +192,9 @@ void traffic_generator::post_writes(std::size_t i) {
         f.bytes_posted += length;
         ++c.outstanding;
     }
-    if (ring.producer.load(std::memory_order_relaxed) != posted) ring_doorbell(from, c);
-}
-
-void traffic_generator::ring_doorbell(const host& h, connection& c) {
-    // hw_abi.hpp's handshake, as the verbs library does it: the WQEs are published, then the QP
-    // is queued once until the NIC takes it.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (c.qp_control->queued.exchange(1, std::memory_order_seq_cst) != 0) return;
-    hw::doorbell_queue& q = *h.doorbells;
-    const std::uint32_t p = q.ring.producer.load(std::memory_order_relaxed);
-    if (p - q.ring.consumer.load(std::memory_order_acquire) >= hw::doorbell_queue_slots) {
-        q.overflowed.store(1, std::memory_order_relaxed);
-        return;
-    }
-    q.handles[p % hw::doorbell_queue_slots].store(c.qp_sender, std::memory_order_relaxed);
-    q.ring.producer.store(p + 1, std::memory_order_release);
+    // hw_abi.hpp's doorbell handshake, as the verbs library does it (one thread: no lock).
+    if (ring.producer.load(std::memory_order_relaxed) != posted && hw::claim_doorbell(*c.qp_control))
+        hw::push_doorbell(*from.doorbells, c.qp_sender);
 }
 
 bool traffic_generator::serve(std::size_t i, sim_time now, bool& finished) {

@@ -77,7 +77,6 @@ private:
     struct host;
     struct connection;
     void post_writes(std::size_t flow);
-    void ring_doorbell(const host& h, connection& c);
     // Takes flow i's completions and posts what they make room for; true when it did anything.
     // Marks the flow finished (and returns true in `finished`) once it is done or failed.
     bool serve(std::size_t flow, sim_time now, bool& finished);

@@ -135,17 +135,9 @@ bool read_event(rf_context* ctx, int fd, void* record, std::size_t length);
 // After publishing WQEs on `qp`'s rings (a release store of the producer): queues the QP for
 // the NIC, once however much is posted until the NIC takes it, and wakes the data plane.
 inline void notify_nic(rf_context* ctx, rf_qp* qp) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (qp->control->queued.exchange(1, std::memory_order_seq_cst) == 0) {
+    if (hw::claim_doorbell(*qp->control)) {
         std::lock_guard guard(ctx->doorbell_lock);
-        hw::doorbell_queue& q = *ctx->doorbells;
-        const std::uint32_t producer = q.ring.producer.load(std::memory_order_relaxed);
-        if (producer - q.ring.consumer.load(std::memory_order_acquire) >= hw::doorbell_queue_slots) {
-            q.overflowed.store(1, std::memory_order_release); // the NIC will look at every QP
-        } else {
-            q.handles[producer % hw::doorbell_queue_slots].store(qp->qp.handle, std::memory_order_relaxed);
-            q.ring.producer.store(producer + 1, std::memory_order_release);
-        }
+        hw::push_doorbell(*ctx->doorbells, qp->qp.handle);
     }
     ring(*ctx->wake, ctx->doorbell_fd);
 }
