@@ -75,6 +75,7 @@ nic::nic_spec nic_spec_of(const config::topology& topo, std::size_t host, std::s
     spec.dcqcn_rp_priorities = spec.dcqcn_np_priorities = settings.dcqcn_priorities;
     spec.host_rx_bps = topo.hosts[host].host_rx_bps;
     spec.retransmission = settings.retransmission;
+    spec.adaptive_retransmission = settings.adaptive_retransmission;
     return spec;
 }
 

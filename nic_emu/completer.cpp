@@ -108,8 +108,7 @@ void completer::retire_acknowledged(queue_pair& qp, std::uint32_t acked_psn, sim
         _requester.rewind_to(qp, wire::psn_add(acked_psn, 1));
     if (progressed) {
         qp.completer.retries_left = qp.attr.retry_cnt;
-        const bool outstanding = qp.requester.sq_retired != qp.requester.sq_started;
-        qp.completer.retransmit_deadline = outstanding && qp.ack_timeout ? now + qp.ack_timeout : never;
+        _context.transport_progressed(qp, now);
     }
 }
 
@@ -233,10 +232,9 @@ bool completer::check_transport_timer(queue_pair& qp, sim_time now) {
     // IBA 9.7.6.1.3: the transport timer runs whenever requests are unacknowledged. Paths that
     // stop it (an RNR wait, a rewind that finds nothing to resend) must not leave it stopped, or
     // the QP waits for ever: re-arm it once any RNR wait is over.
-    if (qp.type == IBV_QPT_RC && qp.completer.retransmit_deadline == never && qp.ack_timeout &&
-        qp.requester.sq_retired != qp.requester.sq_started && now >= qp.requester.rnr_wait_until &&
-        (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
-        qp.completer.retransmit_deadline = now + qp.ack_timeout;
+    if (qp.type == IBV_QPT_RC && qp.requester.sq_retired != qp.requester.sq_started &&
+        now >= qp.requester.rnr_wait_until && (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
+        _context.start_transport_timer(qp, now);
     if (qp.completer.retransmit_deadline > now) return false;
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) {
         qp.completer.retransmit_deadline = never;
@@ -247,14 +245,21 @@ bool completer::check_transport_timer(queue_pair& qp, sim_time now) {
         return false;
     }
     // IBA 9.7.6.1.3: the transport timer expired; resend from the oldest unacknowledged PSN,
-    // at most retry_cnt times.
+    // at most retry_cnt times. Adaptive timeouts are shorter and more: they give up once
+    // nothing moved on for as long as retry_cnt timeouts of the QP's own.
     ++_context.counters.local_ack_timeout_err;
-    if (qp.completer.retries_left == 0) {
+    const bool adaptive = _context.spec.adaptive_retransmission;
+    const bool exhausted = adaptive ? now - qp.completer.progress_at >= qp.ack_timeout * qp.attr.retry_cnt
+                                    : qp.completer.retries_left == 0;
+    if (exhausted) {
         qp.requester.started_work[qp.requester.sq_retired & (qp.send_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
         _context.port.enter_error(qp, "transport retry count exceeded (no acknowledgement)");
         return true;
     }
-    --qp.completer.retries_left;
+    if (adaptive)
+        qp.completer.adaptive.timed_out();
+    else
+        --qp.completer.retries_left;
     set_state(qp, completer_state::ready); // the retry an implied NAK started may itself be lost
     // Selective repeat resends only the oldest unacknowledged packet (IRN): the responder
     // holds what came after it, and names the next gap once that one is filled.
@@ -262,7 +267,7 @@ bool completer::check_transport_timer(queue_pair& qp, sim_time now) {
         _requester.resend_missing(qp, wire::psn_add(qp.completer.last_acked_psn, 1), requester::loss_evidence::timeout);
     else
         _requester.rewind_to(qp, wire::psn_add(qp.completer.last_acked_psn, 1));
-    qp.completer.retransmit_deadline = now + qp.ack_timeout;
+    qp.completer.retransmit_deadline = _context.transport_deadline(qp, now);
     return true;
 }
 

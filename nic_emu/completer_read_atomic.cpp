@@ -56,7 +56,7 @@ bool completer::implied_nak(queue_pair& qp, std::uint32_t acked_psn, sim_time no
         _requester.resend_missing(qp, resume, requester::loss_evidence::missing_responses);
     else
         _requester.rewind_to(qp, resume);
-    qp.completer.retransmit_deadline = qp.ack_timeout ? now + qp.ack_timeout : never;
+    qp.completer.retransmit_deadline = _context.transport_deadline(qp, now);
     return true;
 }
 
@@ -213,8 +213,7 @@ void completer::handle_read_atomic_response(queue_pair& qp, const wire::parsed_r
         retire_oldest(qp); // the completion follows the data
         complete_send(qp, work, IBV_WC_SUCCESS);
     }
-    const bool outstanding = qp.requester.sq_retired != qp.requester.sq_started;
-    qp.completer.retransmit_deadline = outstanding && qp.ack_timeout ? now + qp.ack_timeout : never;
+    _context.transport_progressed(qp, now);
 }
 
 } // namespace rocefab::nic

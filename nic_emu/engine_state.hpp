@@ -6,6 +6,7 @@
 #pragma once
 
 #include "dataplane/time.hpp"
+#include "nic_emu/adaptive_retransmission.hpp"
 #include "nic_emu/hw_abi.hpp"
 #include "nic_emu/reorder_buffer.hpp"
 
@@ -156,6 +157,10 @@ struct completer_record {
     std::uint32_t last_acked_psn = 0;     // the PSN the responder last acknowledged
     sim_time retransmit_deadline = never; // the transport timer (IBA 9.7.6.1.3)
     unsigned retries_left = 0;
+    // With adaptive retransmission (nic_spec): the timer's place in the profile, and when the
+    // QP last moved on (or its timer started), which bounds how long it keeps trying.
+    adaptive_timeout adaptive;
+    sim_time progress_at = 0;
     unsigned rnr_retries_left = 0;
     // Responses that arrived past an unanswered READ/atomic (reorder_buffer.hpp): READ responses
     // and atomic ACKs are held, the furthest plain ACK waits in waiting_ack_psn, and only if the

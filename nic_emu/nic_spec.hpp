@@ -62,6 +62,10 @@ struct nic_spec {
     std::uint32_t rx_xon_bytes = 128 * 1024;
     std::uint8_t pfc_priorities = 1u << 3;
     retransmission_mode retransmission = retransmission_mode::go_back_n;
+    // ConnectX's adaptive retransmission (`roce_adp_retrans_en`, adaptive_retransmission.hpp):
+    // RC transport timeouts that start at tens of microseconds and grow on repeats, in either
+    // mode. Off: the QP's `timeout`, as IBA specifies.
+    bool adaptive_retransmission = false;
 };
 
 } // namespace rocefab::nic

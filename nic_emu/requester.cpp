@@ -273,8 +273,7 @@ bool requester::prepare_read_atomic_request(queue_pair& qp, sim_time now, gather
         qp.requester.psn_frontier = qp.requester.next_psn;
     ++qp.requester.sq_current;
     qp.requester.sq_offset = 0;
-    if (qp.completer.retransmit_deadline == never && qp.ack_timeout)
-        qp.completer.retransmit_deadline = now + qp.ack_timeout;
+    _context.start_transport_timer(qp, now);
     return true;
 }
 
@@ -354,8 +353,7 @@ bool requester::prepare_packet(queue_pair& qp, sim_time now, gather_batch& batch
         ++qp.requester.sq_current;
         qp.requester.sq_offset = 0;
     }
-    if (qp.completer.retransmit_deadline == never && qp.ack_timeout)
-        qp.completer.retransmit_deadline = now + qp.ack_timeout;
+    _context.start_transport_timer(qp, now);
     return true;
 }
 

@@ -122,6 +122,28 @@ struct transport_context {
         return false;
     }
 
+    // The transport timer (IBA 9.7.6.1.3), for an RC QP with requests outstanding: when it
+    // expires if started `now`, with the QP's `timeout` or, with adaptive retransmission, the
+    // adaptive one (adaptive_retransmission.hpp); never when the QP's timeout is 0 (for ever).
+    sim_time transport_deadline(const queue_pair& qp, sim_time now) const {
+        if (!qp.ack_timeout) return never;
+        return now + (spec.adaptive_retransmission ? qp.completer.adaptive.duration(qp.ack_timeout) : qp.ack_timeout);
+    }
+    // Starts the timer if it is stopped (the first request outstanding, or an RNR wait over).
+    void start_transport_timer(queue_pair& qp, sim_time now) const {
+        if (qp.completer.retransmit_deadline != never || !qp.ack_timeout) return;
+        qp.completer.progress_at = now;
+        qp.completer.retransmit_deadline = transport_deadline(qp, now);
+    }
+    // An acknowledgement or response moved the QP on: the timer restarts, or stops when nothing
+    // is outstanding; an adaptive timeout comes down.
+    void transport_progressed(queue_pair& qp, sim_time now) const {
+        qp.completer.progress_at = now;
+        if (spec.adaptive_retransmission) qp.completer.adaptive.progressed();
+        const bool outstanding = qp.requester.sq_retired != qp.requester.sq_started;
+        qp.completer.retransmit_deadline = outstanding ? transport_deadline(qp, now) : never;
+    }
+
     // The PFC priority `qp`'s frames travel in, by the NIC's trust mode.
     std::uint8_t priority_of(const queue_pair& qp) const {
         return spec.trust_pcp ? qp.headers.pcp : spec.dscp_to_priority[qp.headers.dscp & 63];

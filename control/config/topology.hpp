@@ -116,6 +116,7 @@ struct nic_settings {
     nic::dcqcn_params dcqcn;
     std::uint8_t dcqcn_priorities = 0xff; // where DCQCN runs, as reaction and notification point
     nic::retransmission_mode retransmission = nic::retransmission_mode::go_back_n; // `retransmission:`
+    bool adaptive_retransmission = false;                                          // `adaptive-retransmission: enabled`
 };
 
 struct host_config {

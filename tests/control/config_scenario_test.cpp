@@ -170,7 +170,9 @@ links: [ { a: h1/rfab0, b: h2/rfab0, speed: 25G } ]
 nic:
   dcqcn: { priorities: [3, 4], rpg_ai_rate: 40, min_time_between_cnps: 50us }
   retransmission: selective-repeat
-  hosts: { h2: { host-rx-rate: 5G, trust: l2, dcqcn: { rpg_ai_rate: 10 }, retransmission: go-back-n } }
+  adaptive-retransmission: enabled
+  hosts: { h2: { host-rx-rate: 5G, trust: l2, dcqcn: { rpg_ai_rate: 10 }, retransmission: go-back-n,
+                 adaptive-retransmission: disabled } }
 )",
                                        "test.yaml", topology, error))
         << error.to_string();
@@ -183,6 +185,7 @@ nic:
     EXPECT_EQ(h1.host_rx_bps, 0u);
     EXPECT_FALSE(h1.trust_pcp);
     EXPECT_EQ(h1.retransmission, nic::retransmission_mode::selective_repeat);
+    EXPECT_TRUE(h1.adaptive_retransmission);
     // h2's own keys over the section's: the rest of its DCQCN is the section's.
     EXPECT_EQ(h2.host_rx_bps, 5'000'000'000u);
     EXPECT_TRUE(h2.trust_pcp);
@@ -190,6 +193,9 @@ nic:
     EXPECT_EQ(h2.dcqcn.min_time_between_cnps, microseconds(50));
     EXPECT_EQ(h2.dcqcn_rp_priorities, (1u << 3) | (1u << 4));
     EXPECT_EQ(h2.retransmission, nic::retransmission_mode::go_back_n);
+    EXPECT_FALSE(h2.adaptive_retransmission);
+    // Without the key, IBA's timeouts: the QP's own.
+    EXPECT_FALSE(nic::nic_spec{}.adaptive_retransmission);
 }
 
 } // namespace

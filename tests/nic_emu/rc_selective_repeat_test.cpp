@@ -48,6 +48,7 @@ public:
         }
         const auto psn = static_cast<std::uint32_t>(wire::psn_diff(bth->psn(), first_psn));
         const unsigned seen = sent[psn]++;
+        sent_at[psn].push_back(now);
         if (seen < drop[psn]) {
             rte_pktmbuf_free(frame);
             return;
@@ -80,6 +81,7 @@ public:
 
     // PSNs relative to first_psn.
     std::map<std::uint32_t, unsigned> drop, sent;
+    std::map<std::uint32_t, std::vector<sim_time>> sent_at;          // when each went on, lost or not
     std::map<std::uint32_t, unsigned> drop_response, responses_seen; // from h2, by PSN
     std::map<std::uint32_t, sim_time> delay;
     std::map<std::uint32_t, bool> duplicate;
@@ -89,7 +91,10 @@ public:
 
 class rc_selective_repeat : public two_nics {
 protected:
-    void adjust(nic_spec& a, nic_spec& b) override { a.retransmission = b.retransmission = mode; }
+    void adjust(nic_spec& a, nic_spec& b) override {
+        a.retransmission = b.retransmission = mode;
+        a.adaptive_retransmission = b.adaptive_retransmission = adaptive;
+    }
     node* middle() override { return &meddler; }
 
     // `messages` SENDs of `size` bytes from h1 to h2, each into its own receive; true when every
@@ -183,7 +188,20 @@ protected:
         return resent;
     }
 
+    // Runs until h1's send CQ has an entry or `within` is over; returns when, or `never`.
+    sim_time first_send_completion(sim_time within) {
+        const sim_time end = now() + within;
+        while (now() < end) {
+            run_for(microseconds(1));
+            if (h1.send_cq_control->ring.producer.load(std::memory_order_acquire) !=
+                h1.send_cq_control->ring.consumer.load(std::memory_order_relaxed))
+                return now();
+        }
+        return never;
+    }
+
     retransmission_mode mode = retransmission_mode::selective_repeat;
+    bool adaptive = false;
     request_meddler meddler;
 };
 
@@ -365,6 +383,130 @@ TEST_F(rc_go_back_n, under_random_faults_every_message_arrives_with_many_resends
     const std::uint64_t resent = run_under_random_faults(lost);
     ASSERT_GT(lost, 20u);
     EXPECT_GT(resent, 5 * lost) << resent << " resent for " << lost << " lost";
+}
+
+// Adaptive retransmission (nic_spec::adaptive_retransmission, ConnectX's roce_adp_retrans_en):
+// the profile's timeouts, step by step. From the initial timeout (2^3 x 4.096 us), each value
+// of the first range twice, up to its top (2^6), then the next range from its low bound.
+TEST(adaptive_timeout, grows_through_the_profiles_ranges_and_comes_down_on_progress) {
+    adaptive_timeout t{3, -1, 0};
+    const sim_time qp_timeout = sim_time(4096) << 14; // 67 ms
+    std::vector<int> exponents;
+    for (int i = 0; i < 22; ++i) {
+        exponents.push_back(t.exponent);
+        t.timed_out();
+    }
+    EXPECT_EQ(exponents, (std::vector<int>{3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 12, 13, 14, 15, 16}));
+    EXPECT_EQ(adaptive_timeout({3, -1, 0}).duration(qp_timeout), 32'768);
+    // Never longer than the QP's own timeout.
+    EXPECT_EQ(t.duration(qp_timeout), qp_timeout);
+    EXPECT_EQ(adaptive_timeout({9, 1, 0}).duration(sim_time(4096) << 8), sim_time(4096) << 8);
+
+    // Progress lowers the exponent by the range's decrease, into the range below if it falls there.
+    adaptive_timeout p{8, 1, 1};
+    p.progressed();
+    EXPECT_EQ(p.exponent, 6);
+    EXPECT_EQ(p.range, 0);
+    EXPECT_EQ(p.uses, 0);
+    p.progressed();
+    p.progressed();
+    EXPECT_EQ(p.exponent, 3); // not below the first range
+    // Before the initial timeout expired, progress changes nothing.
+    adaptive_timeout fresh{4, -1, 0};
+    fresh.progressed();
+    EXPECT_EQ(fresh.exponent, 4);
+    EXPECT_EQ(fresh.range, -1);
+}
+
+// The initial timeout is drawn per QP (2^3 or 2^4 x 4.096 us) so that QPs do not time out in
+// step, and the same QP number always draws the same.
+TEST(adaptive_timeout, the_initial_timeout_spreads_over_qp_numbers) {
+    int threes = 0, fours = 0;
+    for (std::uint32_t qpn = 0x100; qpn < 0x200; ++qpn) {
+        const adaptive_timeout t = adaptive_timeout::initial(qpn);
+        EXPECT_EQ(t.range, -1);
+        EXPECT_EQ(t.exponent, adaptive_timeout::initial(qpn).exponent);
+        threes += t.exponent == 3;
+        fours += t.exponent == 4;
+    }
+    EXPECT_EQ(threes + fours, 256);
+    EXPECT_GT(threes, 64);
+    EXPECT_GT(fours, 64);
+}
+
+class rc_adaptive_retransmission : public rc_selective_repeat {
+protected:
+    rc_adaptive_retransmission() { adaptive = true; }
+};
+
+// The lost last packet of rc_selective_repeat's test above, with the QP's timeout at 1 ms: the
+// adaptive timer finds it after the QP's initial timeout of tens of microseconds, and the
+// recovery resends what it did there, no more.
+TEST_F(rc_adaptive_retransmission, finds_a_lost_last_packet_in_tens_of_microseconds) {
+    connect({.timeout = 8});
+    meddler.drop[15] = 1;
+    fill_pattern(h1.memory, 0, 16384, 5);
+    post_recv(h2, 1, 2 << 20, 16384);
+    post_send(h1, 1, IBV_WR_SEND, 0, 16384);
+    const sim_time initial = adaptive_timeout::initial(h1.qpn).duration(sim_time(4096) << 8);
+    const sim_time done = first_send_completion(milliseconds(1));
+    ASSERT_NE(done, never);
+    EXPECT_GE(done, initial);
+    EXPECT_LT(done, initial + microseconds(20)); // the message's wire time and two round trips
+    EXPECT_EQ(poll(h1.send_cq_control, h1.send_cqes).at(0).status, IBV_WC_SUCCESS);
+    EXPECT_TRUE(std::equal(h1.memory.begin(), h1.memory.begin() + 16384, h2.memory.begin() + (2 << 20)));
+    EXPECT_EQ(sent_other_than_once(16), "0:2 15:2 ");
+    EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, 1u);
+}
+
+// A peer that never answers: the request is resent at the profile's growing intervals (each
+// within 1 us of what adaptive_timeout says), and the QP gives up with RETRY_EXC_ERR once
+// nothing has moved on for retry_cnt x its own timeout (2 x 1 ms), after more, shorter tries
+// than the 2 retries it would have made without adaptive timeouts.
+TEST_F(rc_adaptive_retransmission, resends_at_growing_intervals_and_gives_up_after_retry_cnt_timeouts) {
+    connect({.retry_cnt = 2, .timeout = 8});
+    const sim_time qp_timeout = sim_time(4096) << 8;
+    meddler.drop[0] = 1000;
+    post_send(h1, 7, IBV_WR_SEND, 0, 512);
+    post_recv(h2, 7, 2 << 20, 512);
+    const sim_time failed = first_send_completion(milliseconds(10));
+    ASSERT_NE(failed, never);
+    const auto cqes = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(cqes.size(), 1u);
+    EXPECT_EQ(cqes[0].status, IBV_WC_RETRY_EXC_ERR);
+    const std::vector<sim_time>& at = meddler.sent_at[0];
+    ASSERT_GE(at.size(), 2u);
+    EXPECT_GE(failed - at[0], 2 * qp_timeout);
+    EXPECT_LT(failed - at[0], 3 * qp_timeout);
+    EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, at.size()); // the last one gave up
+    EXPECT_GT(at.size(), 8u);
+    adaptive_timeout expected = adaptive_timeout::initial(h1.qpn);
+    for (std::size_t i = 1; i < at.size(); ++i) {
+        const sim_time wanted = expected.duration(qp_timeout);
+        EXPECT_NEAR(double(at[i] - at[i - 1]), double(wanted), 1000.0) << "resend " << i;
+        expected.timed_out();
+    }
+}
+
+// Adaptive timeouts do not depend on selective repeat: with go-back-N a lost last packet is also
+// found after the initial timeout, and resent from there, as go-back-N does.
+class rc_adaptive_go_back_n : public rc_selective_repeat {
+protected:
+    rc_adaptive_go_back_n() {
+        adaptive = true;
+        mode = retransmission_mode::go_back_n;
+    }
+};
+
+TEST_F(rc_adaptive_go_back_n, finds_a_lost_last_packet_after_the_initial_timeout) {
+    connect({.timeout = 8});
+    meddler.drop[15] = 1;
+    post_recv(h2, 1, 2 << 20, 16384);
+    post_send(h1, 1, IBV_WR_SEND, 0, 16384);
+    const sim_time done = first_send_completion(milliseconds(1));
+    ASSERT_NE(done, never);
+    EXPECT_LT(done, adaptive_timeout::initial(h1.qpn).duration(sim_time(4096) << 8) + microseconds(20));
+    EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, 1u);
 }
 
 } // namespace

@@ -1,6 +1,6 @@
 // `nic:`: the hosts' NICs as nic_emu runs them: the trust mode their RoCE frames carry (DSCP or PCP), DCQCN with
-// mlx5's knob names and units (nic_emu/dcqcn.hpp), RC's retransmission mode (go-back-N or selective repeat), and per
-// host a slow receiver's rate and overrides.
+// mlx5's knob names and units (nic_emu/dcqcn.hpp), RC's retransmission mode (go-back-N or selective repeat) and
+// adaptive timeouts, and per host a slow receiver's rate and overrides.
 #include "control/config/sections/sections.hpp"
 
 #include "control/config/units.hpp"
@@ -115,13 +115,17 @@ void read_nic_settings(const yaml_reader& reader, const yaml_mapping& m, nic_set
         out.retransmission = mode == "selective-repeat" ? nic::retransmission_mode::selective_repeat
                                                         : nic::retransmission_mode::go_back_n;
     }
+    if (const yaml_entry* e = m.find("adaptive-retransmission"))
+        out.adaptive_retransmission =
+            reader.expect_either(e->value, m.child_path("adaptive-retransmission"), "enabled", "disabled");
 }
 
 } // namespace
 
 void read_nic(const yaml_reader& reader, const YAML::Node& node, topology& out) {
     if (node.IsNull()) return;
-    const yaml_mapping m = reader.expect_map(node, "nic", {"trust", "dcqcn", "retransmission", "hosts"});
+    const yaml_mapping m =
+        reader.expect_map(node, "nic", {"trust", "dcqcn", "retransmission", "adaptive-retransmission", "hosts"});
     read_nic_settings(reader, m, out.nic);
     for (host_config& h : out.hosts) h.nic = out.nic;
     const yaml_entry* e = m.find("hosts");
@@ -135,7 +139,8 @@ void read_nic(const yaml_reader& reader, const YAML::Node& node, topology& out) 
             std::find_if(out.hosts.begin(), out.hosts.end(), [&](const host_config& h) { return h.name == name; });
         if (host == out.hosts.end()) reader.fail(entry.key_node, at + "." + name, "unknown host '" + name + "'");
         const yaml_mapping settings =
-            reader.expect_map(entry.value, at + "." + name, {"host-rx-rate", "trust", "dcqcn", "retransmission"});
+            reader.expect_map(entry.value, at + "." + name,
+                              {"host-rx-rate", "trust", "dcqcn", "retransmission", "adaptive-retransmission"});
         read_nic_settings(reader, settings, host->nic);
         if (const yaml_entry* rate = settings.find("host-rx-rate")) {
             const std::string path = settings.child_path("host-rx-rate");

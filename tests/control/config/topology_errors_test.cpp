@@ -384,6 +384,14 @@ TEST(topology_errors, unknown_retransmission_mode_names_the_two_valid_ones) {
     EXPECT_CONTAINS(error.message, "selective-repeat");
 }
 
+TEST(topology_errors, adaptive_retransmission_is_enabled_or_disabled) {
+    const auto error = load_error(fabric_with(R"(nic:
+  adaptive-retransmission: yes)"));
+    EXPECT_EQ(error.line, 13);
+    EXPECT_EQ(error.key, "nic.adaptive-retransmission");
+    EXPECT_CONTAINS(error.message, "expected enabled or disabled, got 'yes'");
+}
+
 TEST(topology_errors, yaml_syntax_error_carries_the_parser_position) {
     const auto error = load_error(R"(
 hosts:
