@@ -120,6 +120,8 @@ class integrity_under_link_faults(integrity_case):
     atomic results must still deliver every byte exactly once and in order, and execute every
     atomic exactly once."""
 
+    NIC = ""  # a topology nic: section to add, for the NICs' recovery modes
+
     @classmethod
     def setUpClass(cls):
         cls.config_dir = tempfile.TemporaryDirectory(prefix="rocefab-e2e-faults-")
@@ -127,6 +129,7 @@ class integrity_under_link_faults(integrity_case):
             text = f.read()
         text, n = re.subn(r"(link: \{[^}]*)\}", r"\1, %s }" % FAULTS, text, count=1)
         assert n == 1, "configs/two-hosts.yaml has no defaults.link line to add faults to"
+        text += cls.NIC
         cls.config = os.path.join(cls.config_dir.name, "two-hosts-faults.yaml")
         with open(cls.config, "w") as f:
             f.write(text)
@@ -162,6 +165,16 @@ class integrity_under_link_faults(integrity_case):
         before = self.fault_counters()
         self.assert_intact(2000, "-e", "--mtu", "4096", "--max-size", "65536", "--seed", "7", server_args=("-e",))
         self.assert_faults_happened(before)
+
+
+class integrity_with_adaptive_retransmission(integrity_under_link_faults):
+    """The same faults with the NICs in selective repeat and adaptive retransmission (ConnectX's
+    roce_adp_retrans_en, docs/retransmission.md), through the daemon: the transport timer then
+    fires after tens of microseconds, often while an ACK is still on its way, and every byte must
+    still arrive once and in order, every atomic execute once."""
+
+    NIC = "\nnic: { retransmission: selective-repeat, adaptive-retransmission: enabled }\n"
+
 
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], *sys.argv[3:]], verbosity=2)
