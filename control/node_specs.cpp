@@ -76,6 +76,7 @@ nic::nic_spec nic_spec_of(const config::topology& topo, std::size_t host, std::s
     spec.host_rx_bps = topo.hosts[host].host_rx_bps;
     spec.retransmission = settings.retransmission;
     spec.adaptive_retransmission = settings.adaptive_retransmission;
+    spec.adaptive_timeouts = settings.adaptive_timeouts;
     return spec;
 }
 

@@ -257,7 +257,7 @@ bool completer::check_transport_timer(queue_pair& qp, sim_time now) {
         return true;
     }
     if (adaptive)
-        qp.completer.adaptive.timed_out();
+        qp.completer.adaptive.timed_out(_context.spec.adaptive_timeouts);
     else
         --qp.completer.retries_left;
     set_state(qp, completer_state::ready); // the retry an implied NAK started may itself be lost

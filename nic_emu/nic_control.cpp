@@ -525,7 +525,7 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
         qp->attr.path_mtu = port_attributes().active_mtu;
         qp->mtu_bytes = mtu_bytes(qp->attr.path_mtu);
     }
-    qp->completer.adaptive = adaptive_timeout::initial(qp->qpn);
+    qp->completer.adaptive = adaptive_timeout::initial(qp->qpn, _spec.adaptive_timeouts);
     _qps_by_number[qp->qpn] = qp.get();
     activate(*qp);
     if (_contexts.at(context).doorbells == nullptr) qp->listing = poll_listing::always;
@@ -686,7 +686,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             _responder.set_state(qp, responder_state::in_sequence);
             _responder.release_early(qp);
             qp.completer.retransmit_deadline = never;
-            qp.completer.adaptive = adaptive_timeout::initial(qp.qpn);
+            qp.completer.adaptive = adaptive_timeout::initial(qp.qpn, _spec.adaptive_timeouts);
             qp.responder.msn = 0;
             qp.responder.rd_atomic = {};
             qp.responder.rd_atomic_head = 0;

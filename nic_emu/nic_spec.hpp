@@ -3,6 +3,7 @@
 #pragma once
 
 #include "dataplane/wire/roce_frame.hpp"
+#include "nic_emu/adaptive_retransmission.hpp"
 #include "nic_emu/dcqcn.hpp"
 
 #include <array>
@@ -66,6 +67,7 @@ struct nic_spec {
     // RC transport timeouts that start at tens of microseconds and grow on repeats, in either
     // mode. Off: the QP's `timeout`, as IBA specifies.
     bool adaptive_retransmission = false;
+    adaptive_profile adaptive_timeouts; // its profile
 };
 
 } // namespace rocefab::nic

@@ -127,7 +127,9 @@ struct transport_context {
     // adaptive one (adaptive_retransmission.hpp); never when the QP's timeout is 0 (for ever).
     sim_time transport_deadline(const queue_pair& qp, sim_time now) const {
         if (!qp.ack_timeout) return never;
-        return now + (spec.adaptive_retransmission ? qp.completer.adaptive.duration(qp.ack_timeout) : qp.ack_timeout);
+        return now + (spec.adaptive_retransmission
+                          ? qp.completer.adaptive.duration(qp.ack_timeout, spec.adaptive_timeouts)
+                          : qp.ack_timeout);
     }
     // Starts the timer if it is stopped (the first request outstanding, or an RNR wait over).
     void start_transport_timer(queue_pair& qp, sim_time now) const {
@@ -139,7 +141,7 @@ struct transport_context {
     // is outstanding; an adaptive timeout comes down.
     void transport_progressed(queue_pair& qp, sim_time now) const {
         qp.completer.progress_at = now;
-        if (spec.adaptive_retransmission) qp.completer.adaptive.progressed();
+        if (spec.adaptive_retransmission) qp.completer.adaptive.progressed(spec.adaptive_timeouts);
         const bool outstanding = qp.requester.sq_retired != qp.requester.sq_started;
         qp.completer.retransmit_deadline = outstanding ? transport_deadline(qp, now) : never;
     }

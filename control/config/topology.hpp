@@ -116,7 +116,8 @@ struct nic_settings {
     nic::dcqcn_params dcqcn;
     std::uint8_t dcqcn_priorities = 0xff; // where DCQCN runs, as reaction and notification point
     nic::retransmission_mode retransmission = nic::retransmission_mode::go_back_n; // `retransmission:`
-    bool adaptive_retransmission = false;                                          // `adaptive-retransmission: enabled`
+    bool adaptive_retransmission = false; // `adaptive-retransmission: enabled`, or a profile
+    nic::adaptive_profile adaptive_timeouts;
 };
 
 struct host_config {

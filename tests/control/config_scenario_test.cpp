@@ -198,5 +198,42 @@ nic:
     EXPECT_FALSE(nic::nic_spec{}.adaptive_retransmission);
 }
 
+TEST(nic_spec_of, carries_an_adaptive_retransmission_profile_to_the_nic) {
+    config::topology topology;
+    config::config_error error;
+    ASSERT_TRUE(config::parse_topology(R"(
+hosts:
+  - { name: h1, nics: [ { name: rfab0, address: 10.0.0.1/24 } ] }
+  - { name: h2, nics: [ { name: rfab0, address: 10.0.0.2/24 } ] }
+links: [ { a: h1/rfab0, b: h2/rfab0 } ]
+nic:
+  adaptive-retransmission:
+    time-base: 8192ns
+    initial: { low: 2, size: 1 }
+    ranges: [ { low: 2, size: 1, retries: 1 }, { low: 5, size: 1, retries: 2, decrease: 0 } ]
+    start-range: 1
+  hosts: { h2: { adaptive-retransmission: { state: disabled } } }
+)",
+                                       "test.yaml", topology, error))
+        << error.to_string();
+    const nic::nic_spec h1 = nic_spec_of(topology, 0, 0), h2 = nic_spec_of(topology, 1, 0);
+    EXPECT_TRUE(h1.adaptive_retransmission); // a profile given is a profile used
+    const nic::adaptive_profile& p = h1.adaptive_timeouts;
+    EXPECT_EQ(p.time_base, 8192);
+    EXPECT_EQ(p.initial_low, 2);
+    EXPECT_EQ(p.initial_size, 1);
+    ASSERT_EQ(p.range_count, 2);
+    EXPECT_EQ(p.ranges[0].low, 2);
+    EXPECT_EQ(p.ranges[0].size, 1);
+    EXPECT_EQ(p.ranges[0].retries, 1);
+    EXPECT_EQ(p.ranges[0].decrease, 2); // the default
+    EXPECT_EQ(p.ranges[1].low, 5);
+    EXPECT_EQ(p.ranges[1].retries, 2);
+    EXPECT_EQ(p.ranges[1].decrease, 0);
+    EXPECT_EQ(p.start_range, 1);
+    EXPECT_FALSE(h2.adaptive_retransmission);
+    EXPECT_EQ(h2.adaptive_timeouts.time_base, 8192); // the section's profile, switched off
+}
+
 } // namespace
 } // namespace rocefab::control

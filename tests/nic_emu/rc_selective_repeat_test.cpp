@@ -123,6 +123,7 @@ protected:
         return true;
     }
     // How many times each request PSN went on the wire, as "psn:count" for those not sent once.
+    const adaptive_profile& profile() const { return h1.nic->spec().adaptive_timeouts; }
     std::string sent_other_than_once(std::uint32_t packets) {
         std::string out;
         for (std::uint32_t p = 0; p < packets; ++p)
@@ -389,31 +390,32 @@ TEST_F(rc_go_back_n, under_random_faults_every_message_arrives_with_many_resends
 // the profile's timeouts, step by step. From the initial timeout (2^3 x 4.096 us), each value
 // of the first range twice, up to its top (2^6), then the next range from its low bound.
 TEST(adaptive_timeout, grows_through_the_profiles_ranges_and_comes_down_on_progress) {
+    const adaptive_profile p; // this NIC's default
     adaptive_timeout t{3, -1, 0};
     const sim_time qp_timeout = sim_time(4096) << 14; // 67 ms
     std::vector<int> exponents;
     for (int i = 0; i < 22; ++i) {
         exponents.push_back(t.exponent);
-        t.timed_out();
+        t.timed_out(p);
     }
     EXPECT_EQ(exponents, (std::vector<int>{3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 12, 13, 14, 15, 16}));
-    EXPECT_EQ(adaptive_timeout({3, -1, 0}).duration(qp_timeout), 32'768);
+    EXPECT_EQ(adaptive_timeout({3, -1, 0}).duration(qp_timeout, p), 32'768);
     // Never longer than the QP's own timeout.
-    EXPECT_EQ(t.duration(qp_timeout), qp_timeout);
-    EXPECT_EQ(adaptive_timeout({9, 1, 0}).duration(sim_time(4096) << 8), sim_time(4096) << 8);
+    EXPECT_EQ(t.duration(qp_timeout, p), qp_timeout);
+    EXPECT_EQ(adaptive_timeout({9, 1, 0}).duration(sim_time(4096) << 8, p), sim_time(4096) << 8);
 
     // Progress lowers the exponent by the range's decrease, into the range below if it falls there.
-    adaptive_timeout p{8, 1, 1};
-    p.progressed();
-    EXPECT_EQ(p.exponent, 6);
-    EXPECT_EQ(p.range, 0);
-    EXPECT_EQ(p.uses, 0);
-    p.progressed();
-    p.progressed();
-    EXPECT_EQ(p.exponent, 3); // not below the first range
+    adaptive_timeout q{8, 1, 1};
+    q.progressed(p);
+    EXPECT_EQ(q.exponent, 6);
+    EXPECT_EQ(q.range, 0);
+    EXPECT_EQ(q.uses, 0);
+    q.progressed(p);
+    q.progressed(p);
+    EXPECT_EQ(q.exponent, 3); // not below the first range
     // Before the initial timeout expired, progress changes nothing.
     adaptive_timeout fresh{4, -1, 0};
-    fresh.progressed();
+    fresh.progressed(p);
     EXPECT_EQ(fresh.exponent, 4);
     EXPECT_EQ(fresh.range, -1);
 }
@@ -421,11 +423,12 @@ TEST(adaptive_timeout, grows_through_the_profiles_ranges_and_comes_down_on_progr
 // The initial timeout is drawn per QP (2^3 or 2^4 x 4.096 us) so that QPs do not time out in
 // step, and the same QP number always draws the same.
 TEST(adaptive_timeout, the_initial_timeout_spreads_over_qp_numbers) {
+    const adaptive_profile profile;
     int threes = 0, fours = 0;
     for (std::uint32_t qpn = 0x100; qpn < 0x200; ++qpn) {
-        const adaptive_timeout t = adaptive_timeout::initial(qpn);
+        const adaptive_timeout t = adaptive_timeout::initial(qpn, profile);
         EXPECT_EQ(t.range, -1);
-        EXPECT_EQ(t.exponent, adaptive_timeout::initial(qpn).exponent);
+        EXPECT_EQ(t.exponent, adaptive_timeout::initial(qpn, profile).exponent);
         threes += t.exponent == 3;
         fours += t.exponent == 4;
     }
@@ -448,7 +451,7 @@ TEST_F(rc_adaptive_retransmission, finds_a_lost_last_packet_in_tens_of_microseco
     fill_pattern(h1.memory, 0, 16384, 5);
     post_recv(h2, 1, 2 << 20, 16384);
     post_send(h1, 1, IBV_WR_SEND, 0, 16384);
-    const sim_time initial = adaptive_timeout::initial(h1.qpn).duration(sim_time(4096) << 8);
+    const sim_time initial = adaptive_timeout::initial(h1.qpn, profile()).duration(sim_time(4096) << 8, profile());
     const sim_time done = first_send_completion(milliseconds(1));
     ASSERT_NE(done, never);
     EXPECT_GE(done, initial);
@@ -480,12 +483,43 @@ TEST_F(rc_adaptive_retransmission, resends_at_growing_intervals_and_gives_up_aft
     EXPECT_LT(failed - at[0], 3 * qp_timeout);
     EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, at.size()); // the last one gave up
     EXPECT_GT(at.size(), 8u);
-    adaptive_timeout expected = adaptive_timeout::initial(h1.qpn);
+    adaptive_timeout expected = adaptive_timeout::initial(h1.qpn, profile());
     for (std::size_t i = 1; i < at.size(); ++i) {
-        const sim_time wanted = expected.duration(qp_timeout);
+        const sim_time wanted = expected.duration(qp_timeout, profile());
         EXPECT_NEAR(double(at[i] - at[i - 1]), double(wanted), 1000.0) << "resend " << i;
-        expected.timed_out();
+        expected.timed_out(profile());
     }
+}
+
+// A topology's own profile (as `mlxreg` sets one on a ConnectX): a time base of 8.192 us, the
+// first timeout 2^2 of it, a first range of 2^2 to 2^3 once each, then 2^5 to 2^6 twice each,
+// and the last value for ever after.
+class rc_adaptive_custom_profile : public rc_adaptive_retransmission {
+protected:
+    void adjust(nic_spec& a, nic_spec& b) override {
+        rc_adaptive_retransmission::adjust(a, b);
+        adaptive_profile p;
+        p.time_base = 8192;
+        p.initial_low = 2;
+        p.initial_size = 1;
+        p.ranges = {{{2, 1, 1, 2}, {5, 1, 2, 2}}};
+        p.range_count = 2;
+        a.adaptive_timeouts = b.adaptive_timeouts = p;
+    }
+};
+
+TEST_F(rc_adaptive_custom_profile, resends_at_the_profiles_intervals) {
+    connect({.retry_cnt = 3, .timeout = 10}); // 4.2 ms, so 12.6 ms in all
+    meddler.drop[0] = 1000;
+    post_send(h1, 7, IBV_WR_SEND, 0, 512);
+    post_recv(h2, 7, 2 << 20, 512);
+    ASSERT_NE(first_send_completion(milliseconds(20)), never);
+    EXPECT_EQ(poll(h1.send_cq_control, h1.send_cqes).at(0).status, IBV_WC_RETRY_EXC_ERR);
+    const std::vector<sim_time>& at = meddler.sent_at[0];
+    const std::vector<double> expected_us = {32.768, 65.536, 262.144, 262.144, 524.288, 524.288, 524.288, 524.288};
+    ASSERT_GT(at.size(), expected_us.size());
+    for (std::size_t i = 0; i < expected_us.size(); ++i)
+        EXPECT_NEAR(double(at[i + 1] - at[i]) / 1000.0, expected_us[i], 1.0) << "resend " << i + 1;
 }
 
 // Adaptive timeouts do not depend on selective repeat: with go-back-N a lost last packet is also
@@ -505,7 +539,8 @@ TEST_F(rc_adaptive_go_back_n, finds_a_lost_last_packet_after_the_initial_timeout
     post_send(h1, 1, IBV_WR_SEND, 0, 16384);
     const sim_time done = first_send_completion(milliseconds(1));
     ASSERT_NE(done, never);
-    EXPECT_LT(done, adaptive_timeout::initial(h1.qpn).duration(sim_time(4096) << 8) + microseconds(20));
+    EXPECT_LT(done,
+              adaptive_timeout::initial(h1.qpn, profile()).duration(sim_time(4096) << 8, profile()) + microseconds(20));
     EXPECT_EQ(h1.nic->counters().local_ack_timeout_err, 1u);
 }
 

@@ -6,6 +6,7 @@
 #include "control/config/units.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace rocefab::config::sections {
 namespace {
@@ -94,6 +95,82 @@ void read_dcqcn(const yaml_reader& reader, const YAML::Node& node, const std::st
     out.dcqcn_priorities = enabled ? priorities : 0;
 }
 
+// `adaptive-retransmission:` enabled or disabled, or a profile as ConnectX's ROCE_ACCL register takes one
+// (nic_emu/adaptive_retransmission.hpp), with the firmware's limits.
+void read_adaptive(const yaml_reader& reader, const YAML::Node& node, const std::string& at, nic_settings& out) {
+    if (!node.IsMap()) {
+        out.adaptive_retransmission = reader.expect_either(node, at, "enabled", "disabled");
+        return;
+    }
+    const yaml_mapping m = reader.expect_map(node, at, {"state", "time-base", "initial", "ranges", "start-range"});
+    out.adaptive_retransmission = true; // a profile given is a profile used, unless `state: disabled`
+    nic::adaptive_profile& p = out.adaptive_timeouts;
+    constexpr std::uint64_t top_exponent = 31;
+    const YAML::Node* start_node = nullptr;
+    for (const yaml_entry& e : m.entries) {
+        const std::string path = m.child_path(e.key);
+        if (e.key == "state") {
+            out.adaptive_retransmission = reader.expect_either(e.value, path, "enabled", "disabled");
+        } else if (e.key == "time-base") {
+            const sim_time t = reader.expect_duration(e.value, path, 4'000, milliseconds(1), "time-base", "4096ns");
+            if (!std::has_single_bit(static_cast<std::uint64_t>(t)))
+                reader.fail(
+                    e.value, path,
+                    "time-base must be a power of two in nanoseconds, at least 4 us (4096ns, 8192ns, ...); got " +
+                        std::to_string(t) + "ns");
+            p.time_base = t;
+        } else if (e.key == "initial") {
+            const yaml_mapping i = reader.expect_map(e.value, path, {"low", "size"});
+            if (const yaml_entry* low = i.find("low"))
+                p.initial_low = static_cast<std::uint8_t>(
+                    reader.expect_whole(low->value, i.child_path("low"), 0, top_exponent, "exponent"));
+            if (const yaml_entry* size = i.find("size"))
+                p.initial_size =
+                    static_cast<std::uint8_t>(reader.expect_whole(size->value, i.child_path("size"), 1, 8, "size"));
+        } else if (e.key == "ranges") {
+            const std::vector<YAML::Node> items = reader.expect_list(e.value, path);
+            if (items.empty() || items.size() > nic::max_adaptive_ranges)
+                reader.fail(e.value, path,
+                            "expected 1 to 4 ranges (ConnectX's firmware takes at most 4), e.g. [ { low: 3, size: 3, "
+                            "retries: 2 }, { low: 7, size: 3 } ]");
+            for (std::size_t k = 0; k < items.size(); ++k) {
+                const std::string item = path + "[" + std::to_string(k) + "]";
+                const yaml_mapping r = reader.expect_map(items[k], item, {"low", "size", "retries", "decrease"});
+                nic::adaptive_range range{0, 0, 1, 2};
+                const YAML::Node& low = reader.required(r, "low", " (the range's first exponent, e.g. low: 3)");
+                range.low = static_cast<std::uint8_t>(
+                    reader.expect_whole(low, r.child_path("low"), 0, top_exponent, "exponent"));
+                if (const yaml_entry* size = r.find("size"))
+                    range.size = static_cast<std::uint8_t>(
+                        reader.expect_whole(size->value, r.child_path("size"), 0, top_exponent - range.low, "size"));
+                if (const yaml_entry* retries = r.find("retries"))
+                    range.retries = static_cast<std::uint8_t>(
+                        reader.expect_whole(retries->value, r.child_path("retries"), 1, 15, "retries"));
+                if (const yaml_entry* decrease = r.find("decrease"))
+                    range.decrease = static_cast<std::uint8_t>(
+                        reader.expect_whole(decrease->value, r.child_path("decrease"), 0, 8, "decrease"));
+                if (k > 0) {
+                    const nic::adaptive_range& before = p.ranges[k - 1];
+                    if (range.low <= before.low + before.size)
+                        reader.fail(low, r.child_path("low"),
+                                    "ranges must be sorted and must not overlap: this one starts at " +
+                                        std::to_string(range.low) + ", and the one before reaches " +
+                                        std::to_string(before.low + before.size));
+                }
+                p.ranges[k] = range;
+            }
+            p.range_count = static_cast<std::uint8_t>(items.size());
+        } else if (e.key == "start-range") {
+            start_node = &e.value;
+            p.start_range = static_cast<std::uint8_t>(reader.expect_whole(e.value, path, 0, 3, "start-range"));
+        }
+    }
+    if (p.start_range >= p.range_count)
+        reader.fail(start_node ? *start_node : node, m.child_path("start-range"),
+                    "start-range " + std::to_string(p.start_range) + " names no range: the profile has " +
+                        std::to_string(p.range_count) + " (numbered from 0)");
+}
+
 // The trust and dcqcn keys of `m`, over what `out` holds already.
 void read_nic_settings(const yaml_reader& reader, const yaml_mapping& m, nic_settings& out) {
     if (const yaml_entry* e = m.find("trust")) {
@@ -116,8 +193,7 @@ void read_nic_settings(const yaml_reader& reader, const yaml_mapping& m, nic_set
                                                         : nic::retransmission_mode::go_back_n;
     }
     if (const yaml_entry* e = m.find("adaptive-retransmission"))
-        out.adaptive_retransmission =
-            reader.expect_either(e->value, m.child_path("adaptive-retransmission"), "enabled", "disabled");
+        read_adaptive(reader, e->value, m.child_path("adaptive-retransmission"), out);
 }
 
 } // namespace

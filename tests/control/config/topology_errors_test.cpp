@@ -392,6 +392,32 @@ TEST(topology_errors, adaptive_retransmission_is_enabled_or_disabled) {
     EXPECT_CONTAINS(error.message, "expected enabled or disabled, got 'yes'");
 }
 
+TEST(topology_errors, adaptive_retransmission_profile_keeps_the_firmwares_limits) {
+    struct bad {
+        const char* profile;
+        const char* key;
+        const char* says;
+    };
+    for (const bad& b : {
+             bad{"{ time-base: 5000ns }", "nic.adaptive-retransmission.time-base", "must be a power of two"},
+             bad{"{ time-base: 2048ns }", "nic.adaptive-retransmission.time-base", "4us"},
+             bad{"{ ranges: [ { low: 5, size: 2 }, { low: 7 } ] }", "nic.adaptive-retransmission.ranges[1].low",
+                 "must be sorted and must not overlap: this one starts at 7, and the one before reaches 7"},
+             bad{"{ ranges: [ {low: 1}, {low: 3}, {low: 5}, {low: 7}, {low: 9} ] }",
+                 "nic.adaptive-retransmission.ranges", "at most 4"},
+             bad{"{ ranges: [ { size: 2 } ] }", "nic.adaptive-retransmission.ranges[0]", "missing required key 'low'"},
+             bad{"{ ranges: [ { low: 3 } ], start-range: 1 }", "nic.adaptive-retransmission.start-range",
+                 "start-range 1 names no range: the profile has 1"},
+             bad{"{ initial: { low: 40 } }", "nic.adaptive-retransmission.initial.low", "from 0 to 31"},
+         }) {
+        SCOPED_TRACE(b.profile);
+        const auto error = load_error(fabric_with(std::string("nic:\n  adaptive-retransmission: ") + b.profile));
+        EXPECT_EQ(error.line, 13);
+        EXPECT_EQ(error.key, b.key);
+        EXPECT_CONTAINS(error.message, b.says);
+    }
+}
+
 TEST(topology_errors, yaml_syntax_error_carries_the_parser_position) {
     const auto error = load_error(R"(
 hosts:
