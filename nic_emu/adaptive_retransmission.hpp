@@ -4,11 +4,12 @@
 // Retransmission: Parameters Control"):
 //
 // - A timeout is time_base x 2^e, for an exponent e. The first is drawn per QP from the
-//   profile's initial range, so that QPs do not all time out together; it is used once.
+//   profile's initial range, so that QPs do not all time out together.
 // - The profile's ranges (sorted, each [low, low + size] in exponents) say how timeouts grow:
 //   each value of a range is used `retries` times, then doubled (e + 1) up to the range's top,
-//   and then the next range begins at its low bound. After the initial timeout, the QP goes
-//   on in the range holding it, else at the start range's low bound.
+//   and then the next range begins at its low bound. When the initial timeout expires, the QP
+//   goes on in the range holding it (the expiry counting as one use of that value), else at
+//   the start range's low bound.
 // - Forward progress (an acknowledgement or response that moves on) lowers e by the range's
 //   `decrease` (0: back to the range's low bound), never below the first range.
 // - A timeout never exceeds the QP's own (IBA 9.7.6.1.3's 4.096 us x 2^timeout), and the QP
