@@ -232,8 +232,9 @@ bool completer::check_transport_timer(queue_pair& qp, sim_time now) {
     // IBA 9.7.6.1.3: the transport timer runs whenever requests are unacknowledged. Paths that
     // stop it (an RNR wait, a rewind that finds nothing to resend) must not leave it stopped, or
     // the QP waits for ever: re-arm it once any RNR wait is over.
-    if (qp.type == IBV_QPT_RC && qp.requester.sq_retired != qp.requester.sq_started &&
-        now >= qp.requester.rnr_wait_until && (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
+    if (qp.completer.retransmit_deadline == never && qp.type == IBV_QPT_RC &&
+        qp.requester.sq_retired != qp.requester.sq_started && now >= qp.requester.rnr_wait_until &&
+        (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD))
         _context.start_transport_timer(qp, now);
     if (qp.completer.retransmit_deadline > now) return false;
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) {
