@@ -23,6 +23,13 @@ namespace {
 using namespace rocefab::testing;
 using switch_emu::port_counter;
 
+// `text` as a topology file named test.yaml, into `out`; on failure the test says why.
+::testing::AssertionResult loads(const std::string& text, config::topology& out) {
+    config::config_error error;
+    if (config::parse_topology(text, "test.yaml", out, error)) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << error.to_string();
+}
+
 // The fabric of `file` with traffic hosts: host h sends `frames` to the host `destination_of(h)`
 // (itself: sends nothing).
 class config_fabric {
@@ -124,8 +131,7 @@ TEST(pfc_deadlock_yaml, the_ring_deadlocks_and_the_watchdog_with_nvidias_default
 
 TEST(switch_spec_of, carries_the_files_buffer_adaptive_routing_and_static_routes_to_the_switch) {
     config::topology topology;
-    config::config_error error;
-    ASSERT_TRUE(config::parse_topology(R"(
+    ASSERT_TRUE(loads(R"(
 switches:
   - name: leaf1
     buffer: { size: 4MiB, alpha: 1/2, reserved: 3000 }
@@ -139,8 +145,7 @@ links:
   - { a: leaf1/swp31, b: leaf2/swp31 }
   - { a: leaf1/swp32, b: leaf2/swp32 }
 )",
-                                       "test.yaml", topology, error))
-        << error.to_string();
+                      topology));
     const switch_emu::switch_spec spec = switch_spec_of(topology, 0, clocking::virtual_time);
     EXPECT_EQ(spec.buffer_bytes, 4u << 20);
     EXPECT_EQ(spec.buffer_alpha, 0.5);
@@ -161,8 +166,7 @@ links:
 
 TEST(nic_spec_of, carries_the_files_nic_settings_and_a_hosts_own_to_the_nic) {
     config::topology topology;
-    config::config_error error;
-    ASSERT_TRUE(config::parse_topology(R"(
+    ASSERT_TRUE(loads(R"(
 hosts:
   - { name: h1, nics: [ { name: rfab0, address: 10.0.0.1/24 } ] }
   - { name: h2, nics: [ { name: rfab0, address: 10.0.0.2/24 } ] }
@@ -174,8 +178,7 @@ nic:
   hosts: { h2: { host-rx-rate: 5G, trust: l2, dcqcn: { rpg_ai_rate: 10 }, retransmission: go-back-n,
                  adaptive-retransmission: disabled } }
 )",
-                                       "test.yaml", topology, error))
-        << error.to_string();
+                      topology));
     const nic::nic_spec h1 = nic_spec_of(topology, 0, 0), h2 = nic_spec_of(topology, 1, 0);
     EXPECT_EQ(h1.speed_bps, 25'000'000'000u);
     EXPECT_EQ(h1.dcqcn.rpg_ai_rate_mbps, 40u);
@@ -200,8 +203,7 @@ nic:
 
 TEST(nic_spec_of, carries_an_adaptive_retransmission_profile_to_the_nic) {
     config::topology topology;
-    config::config_error error;
-    ASSERT_TRUE(config::parse_topology(R"(
+    ASSERT_TRUE(loads(R"(
 hosts:
   - { name: h1, nics: [ { name: rfab0, address: 10.0.0.1/24 } ] }
   - { name: h2, nics: [ { name: rfab0, address: 10.0.0.2/24 } ] }
@@ -214,8 +216,7 @@ nic:
     start-range: 1
   hosts: { h2: { adaptive-retransmission: { state: disabled } } }
 )",
-                                       "test.yaml", topology, error))
-        << error.to_string();
+                      topology));
     const nic::nic_spec h1 = nic_spec_of(topology, 0, 0), h2 = nic_spec_of(topology, 1, 0);
     EXPECT_TRUE(h1.adaptive_retransmission); // a profile given is a profile used
     const nic::adaptive_profile& p = h1.adaptive_timeouts;

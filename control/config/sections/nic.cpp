@@ -162,7 +162,8 @@ void read_adaptive(const yaml_reader& reader, const YAML::Node& node, const std:
             p.range_count = static_cast<std::uint8_t>(items.size());
         } else if (e.key == "start-range") {
             start_node = &e.value;
-            p.start_range = static_cast<std::uint8_t>(reader.expect_whole(e.value, path, 0, 3, "start-range"));
+            p.start_range = static_cast<std::uint8_t>(
+                reader.expect_whole(e.value, path, 0, nic::max_adaptive_ranges - 1, "start-range"));
         }
     }
     if (p.start_range >= p.range_count)
