@@ -29,6 +29,11 @@
 // All frames from one port go to one destination unless --flows N spreads them over N, each frame
 // to the next: the route lookup then meets a new destination every frame.
 //
+// With --no-switch (cut-through path only) each received frame gets its header and goes straight
+// to the other port's burst, as the switch would hand it over: the ports' and the bench's own cost
+// per frame, the floor under the switch's figure (testpmd's io mode is the same loop without the
+// header write).
+//
 // With --recycle the ethdevs are left out, so what is measured is the pipeline alone: on the
 // cut-through path the same 2 x 32 mbufs go round, a header written into each, through the
 // switch and back; on the queued path frames come from the mempool and go back to it when sent,
@@ -255,19 +260,20 @@ std::uint16_t egress_of(std::uint16_t in, bool queued) {
     return queued ? incast_port : static_cast<std::uint16_t>(1 - in);
 }
 
-// Empty when every frame received on the ingress ports left through the switch and the ethdev
-// of its egress port; otherwise the first discrepancy.
-std::string check_forwarded(const switch_node& sw, const ethdev_sink& sink, bool queued,
+// Empty when every frame received on the ingress ports left through the switch (unless
+// `switched` is false: the bench handed them on itself) and the ethdev of its egress port;
+// otherwise the first discrepancy.
+std::string check_forwarded(const switch_node& sw, bool switched, const ethdev_sink& sink, bool queued,
                             const std::array<std::uint64_t, max_ports>& received,
                             std::span<const std::uint16_t> ethdev_ports) {
-    for (std::uint16_t port = 0; port < sw.port_count(); ++port)
+    for (std::uint16_t port = 0; switched && port < sw.port_count(); ++port)
         for (port_counter c : loss_counters)
             if (sw.counter(port, c) != 0)
                 return "port " + std::to_string(port) + " counted " + std::to_string(sw.counter(port, c)) + " " +
                        std::string(name_of(c));
     std::array<std::uint64_t, max_ports> expected_out{};
     for (std::uint16_t in = 0; in < 2; ++in) {
-        if (sw.counter(in, port_counter::rx_packets) != received[in])
+        if (switched && sw.counter(in, port_counter::rx_packets) != received[in])
             return "port " + std::to_string(in) + ": switch rx_packets " +
                    std::to_string(sw.counter(in, port_counter::rx_packets)) + ", ethdev delivered " +
                    std::to_string(received[in]);
@@ -275,8 +281,8 @@ std::string check_forwarded(const switch_node& sw, const ethdev_sink& sink, bool
     }
     for (std::uint16_t out = 0; out < sw.port_count(); ++out) {
         // tx_packets counts data frames only: a PFC frame the switch sent would show as a surplus here.
-        if (sw.counter(out, port_counter::tx_packets) != expected_out[out] || sink.accepted(out) != expected_out[out] ||
-            sink.refused(out) != 0)
+        if ((switched && sw.counter(out, port_counter::tx_packets) != expected_out[out]) ||
+            sink.accepted(out) != expected_out[out] || sink.refused(out) != 0)
             return std::to_string(expected_out[out]) + " frames for port " + std::to_string(out) +
                    ", switch tx_packets " + std::to_string(sw.counter(out, port_counter::tx_packets)) +
                    ", ethdev accepted " + std::to_string(sink.accepted(out)) + " and refused " +
@@ -304,6 +310,7 @@ int main(int argc, char** argv) {
     int cpu = 1;
     bool recycle = false;
     bool queued = false;
+    bool no_switch = false;
     unsigned flows = 1;
     app.add_option("--size", frame_size, "frame size in bytes, FCS excluded")->check(CLI::Range(60u, 9014u));
     app.add_option("--flows", flows,
@@ -315,6 +322,9 @@ int main(int argc, char** argv) {
     app.add_flag("--recycle", recycle, "leave the ethdevs out: the switch alone, fed from memory");
     app.add_flag("--queued", queued,
                  "the queued path: ports 0 and 1 into port 2 at line rate, links shaped, PFC honoured");
+    app.add_flag("--no-switch", no_switch,
+                 "the cut-through path's ports and loop with the switch left out: each frame goes straight on")
+        ->excludes("--queued");
     CLI11_PARSE(app, argc, argv);
 
     const std::uint16_t port_count = queued ? 3 : 2;
@@ -371,7 +381,11 @@ int main(int argc, char** argv) {
             m->data_len = static_cast<std::uint16_t>(frame_size);
             m->pkt_len = frame_size;
         }
-        sw.receive_burst(in, {burst.data(), n}, now);
+        if (no_switch) {
+            for (std::uint16_t i = 0; i < n; ++i) sink.transmit(egress_of(in, false), burst[i], now);
+        } else {
+            sw.receive_burst(in, {burst.data(), n}, now);
+        }
         received[in] += n;
     };
 
@@ -410,7 +424,7 @@ int main(int argc, char** argv) {
     if (recycle && !queued)
         for (auto& burst : bursts) rte_pktmbuf_free_bulk(burst.data(), burst_size);
 
-    if (const std::string why = check_forwarded(sw, sink, queued, received, ethdev_ports); !why.empty())
+    if (const std::string why = check_forwarded(sw, !no_switch, sink, queued, received, ethdev_ports); !why.empty())
         return fail(why);
     double total = 0;
     std::string by_port;
@@ -424,11 +438,14 @@ int main(int argc, char** argv) {
     }
     std::uint64_t marked = 0;
     for (std::uint16_t p = 0; p < port_count; ++p) marked += sw.counter(p, port_counter::ecn_marked);
-    std::printf("%u B%s: %.2f Mpps forwarded on the %s path (%s) on CPU %d, %u destination%s a port, %.0f frames "
+    std::printf("%u B%s: %.2f Mpps forwarded on the %s (%s) on CPU %d, %u destination%s a port, %.0f frames "
                 "in %.2f s, %llu ECN-marked, none dropped\n",
                 frame_size, recycle ? " (recycled, no ethdev)" : "", total / elapsed_s / 1e6,
-                queued ? "queued (2:1 at line rate)" : "cut-through", by_port.c_str(), cpu, flows,
-                flows == 1 ? "" : "s", total, elapsed_s, static_cast<unsigned long long>(marked));
+                queued      ? "queued path (2:1 at line rate)"
+                : no_switch ? "cut-through path's ports, no switch"
+                            : "cut-through path",
+                by_port.c_str(), cpu, flows, flows == 1 ? "" : "s", total, elapsed_s,
+                static_cast<unsigned long long>(marked));
     if (queued)
         std::printf("  virtual time %.3f ms: port 2's link busy %.1f %%, %llu XOFF/XON frames to the hosts, "
                     "queue peak %llu B\n",
