@@ -162,9 +162,24 @@ router::router(const switch_spec& spec) : _table(spec.routes), _adaptive(spec), 
     for (const auto& route : spec.routes)
         for (std::size_t i = 0; i < route.ports.size(); ++i) {
             const port_spec& port = spec.ports[route.ports[i]];
-            _rewrites.push_back({route.next_hop_macs[i], port.mac, route.ports[i], port.mtu});
+            hop_rewrite hop{{}, route.ports[i], port.mtu};
+            std::memcpy(hop.macs.data(), route.next_hop_macs[i].bytes.data(), sizeof(wire::mac_address));
+            std::memcpy(hop.macs.data() + sizeof(wire::mac_address), port.mac.bytes.data(), sizeof(wire::mac_address));
+            _rewrites.push_back(hop);
         }
     _table.mark_adaptive([this](std::span<const std::uint16_t> ports) { return _adaptive.eligible_group(ports); });
+}
+
+route_verdict router::route_v6(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) {
+    auto* ip = rte_pktmbuf_mtod_offset(frame, wire::ipv6_header*, parsed.l3_offset);
+    const route_group* group = _table.lookup_v6(ip->destination.bytes.data());
+    if (!group) return route_verdict::no_route;
+    const hop_rewrite* hop = next_hop(frame, parsed, *group, ip->hop_limit, egress);
+    if (!hop) return route_verdict::ttl_expired;
+    if (parsed.l3_length > hop->mtu) return route_verdict::mtu_exceeded;
+    --ip->hop_limit;
+    rewrite_macs(frame, *hop);
+    return route_verdict::forward;
 }
 
 std::uint32_t router::choose_member(rte_mbuf* frame, const parsed_frame& parsed, const route_group& group) {

@@ -8,6 +8,7 @@
 #include "switch_emu/parse.hpp"
 #include "switch_emu/switch_spec.hpp"
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -144,35 +145,22 @@ public:
     // `parsed` is what parse_frame() found in `frame` (parse_verdict::ip), which is what makes
     // reading its L3 header here safe without checking the length again.
     // On forward: `egress` is the chosen port, TTL / hop limit is decremented (IPv4 checksum
-    // updated incrementally, RFC 1624) and the MACs rewritten. On mtu_exceeded `egress` is
+    // updated incrementally: wire::ipv4_header::decrement_ttl) and the MACs rewritten. On mtu_exceeded `egress` is
     // set too, so the drop can be counted on the port whose MTU was exceeded. Otherwise the
     // frame is untouched. A RoCE packet on an adaptive-routing group goes where adaptive()
     // chooses; the caller regrades it first (adaptive_routing::regrade_if_due).
     // Inline: every routed frame takes it; only the choice within an ECMP group is not.
     route_verdict route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) {
-        auto* ethernet = rte_pktmbuf_mtod(frame, wire::ethernet_header*);
-        auto* ipv4 = parsed.v6 ? nullptr : rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, parsed.l3_offset);
-        auto* ipv6 = parsed.v6 ? rte_pktmbuf_mtod_offset(frame, wire::ipv6_header*, parsed.l3_offset) : nullptr;
-
-        const route_group* group =
-            ipv6 ? _table.lookup_v6(ipv6->destination.bytes.data()) : _table.lookup_v4(ipv4->destination);
+        if (parsed.v6) [[unlikely]]
+            return route_v6(frame, parsed, egress);
+        auto* ip = rte_pktmbuf_mtod_offset(frame, wire::ipv4_header*, parsed.l3_offset);
+        const route_group* group = _table.lookup_v4(ip->destination);
         if (!group) return route_verdict::no_route;
-        const hop_rewrite& hop =
-            _rewrites[group->first + (group->count > 1 ? choose_member(frame, parsed, *group) : 0)];
-
-        // A router forwards only if the TTL stays positive after its decrement (RFC 1812 5.3.1).
-        const std::uint8_t ttl = ipv6 ? ipv6->hop_limit : ipv4->ttl;
-        if (ttl <= 1) return route_verdict::ttl_expired;
-
-        egress = hop.port;
-        if (parsed.l3_length > hop.mtu) return route_verdict::mtu_exceeded;
-
-        if (ipv6)
-            ipv6->hop_limit = static_cast<std::uint8_t>(ttl - 1);
-        else
-            decrement_ttl(*ipv4);
-        ethernet->destination = hop.destination;
-        ethernet->source = hop.source;
+        const hop_rewrite* hop = next_hop(frame, parsed, *group, ip->ttl, egress);
+        if (!hop) return route_verdict::ttl_expired;
+        if (parsed.l3_length > hop->mtu) return route_verdict::mtu_exceeded;
+        ip->decrement_ttl();
+        rewrite_macs(frame, *hop);
         return route_verdict::forward;
     }
 
@@ -184,27 +172,30 @@ private:
     // The member of an ECMP group (more than one) the frame takes: by its flow hash, or for RoCE
     // on an adaptive-routing group, by adaptive().
     std::uint32_t choose_member(rte_mbuf* frame, const parsed_frame& parsed, const route_group& group);
-    // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), for the 16-bit word holding TTL and protocol.
-    static void decrement_ttl(wire::ipv4_header& ip) {
-        const std::uint16_t old_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
-        ip.ttl = static_cast<std::uint8_t>(ip.ttl - 1);
-        const std::uint16_t new_word = static_cast<std::uint16_t>(ip.ttl << 8 | ip.protocol);
-        std::uint32_t sum = static_cast<std::uint16_t>(~ip.checksum.load());
-        sum += static_cast<std::uint16_t>(~old_word);
-        sum += new_word;
-        sum = (sum & 0xffff) + (sum >> 16);
-        sum = (sum & 0xffff) + (sum >> 16);
-        ip.checksum.store(static_cast<std::uint16_t>(~sum));
-    }
+    route_verdict route_v6(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress);
 
     // Everything forwarding through one next hop needs, in one place: per frame, route() reads
     // one of these after the lookup rather than three tables in turn.
     struct hop_rewrite {
-        wire::mac_address destination; // the next hop's
-        wire::mac_address source;      // the egress port's
+        // The next hop's MAC, then the egress port's: the Ethernet header's first 12 bytes as
+        // the frame leaves, written with one copy.
+        std::array<std::uint8_t, 2 * sizeof(wire::mac_address)> macs{};
         std::uint16_t port = 0;
         std::uint32_t mtu = 0; // the egress port's
     };
+
+    // The group's member the frame takes, with `egress` set to its port; nullptr when the TTL
+    // (hop limit) `ttl` would not stay positive after the decrement (RFC 1812 5.3.1).
+    const hop_rewrite* next_hop(rte_mbuf* frame, const parsed_frame& parsed, const route_group& group, std::uint8_t ttl,
+                                std::uint16_t& egress) {
+        const hop_rewrite& hop = _rewrites[group.first + (group.count > 1 ? choose_member(frame, parsed, group) : 0)];
+        if (ttl <= 1) return nullptr;
+        egress = hop.port;
+        return &hop;
+    }
+    static void rewrite_macs(rte_mbuf* frame, const hop_rewrite& hop) {
+        std::memcpy(rte_pktmbuf_mtod(frame, wire::ethernet_header*), hop.macs.data(), hop.macs.size());
+    }
 
     route_table _table;
     adaptive_routing _adaptive;

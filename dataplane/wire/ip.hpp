@@ -46,28 +46,48 @@ struct ipv4_header {
     }
     // RFC 1071 checksum over the header as it stands (the checksum field included). The ones'
     // complement sum does not depend on byte order, so the header (IHL x 4 bytes) is summed as
-    // native 32-bit words, folded to 16 bits, and swapped to network order at the end: five
-    // loads instead of twenty byte reads. Inline: every routed frame is checked.
+    // native 32-bit words (word_sum()), folded to 16 bits, and swapped to network order at the
+    // end: five loads instead of twenty byte reads. Inline: every routed frame is checked.
     std::uint16_t compute_checksum() const {
-        const auto* bytes = reinterpret_cast<const std::uint8_t*>(this);
-        auto word = [bytes](std::size_t i) {
-            std::uint32_t w;
-            std::memcpy(&w, bytes + 4 * i, sizeof w);
-            return std::uint64_t(w);
-        };
-        std::uint64_t sum = 0;
-        if (header_length() == sizeof(ipv4_header)) {
-            sum = word(0) + word(1) + word(2) + word(3) + word(4); // no options: no loop
-        } else {
-            for (std::size_t i = 0; i < header_length() / 4; ++i) sum += word(i);
-        }
+        std::uint64_t sum = word_sum();
         while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
         const auto folded = static_cast<std::uint16_t>(~sum);
         if constexpr (std::endian::native == std::endian::little) return __builtin_bswap16(folded);
         return folded;
     }
     void update_checksum();
-    bool checksum_ok() const { return compute_checksum() == 0; }
+    // compute_checksum() == 0 without the folding: folding keeps a sum's value modulo 0xffff
+    // (2^16 = 1 modulo 0xffff) and ends at 0xffff, the checksum 0, exactly when a sum other than
+    // 0 is a multiple of 0xffff; a remainder by a constant is a multiply and a shift or two.
+    bool checksum_ok() const {
+        const std::uint64_t sum = word_sum();
+        return sum != 0 && sum % 0xffff == 0;
+    }
+    // TTL - 1, the checksum updated incrementally as Linux's ip_decrease_ttl() does: the 16-bit
+    // word holding TTL and protocol falls by 0x0100, so the checksum (the complement of the
+    // ones' complement sum) rises by 0x0100 with the end-around carry, and a result of 0xffff,
+    // ones' complement zero, becomes 0x0000, as a full update_checksum() (and RFC 1624's eqn. 3)
+    // would give. The TTL must be at least 1.
+    void decrement_ttl() {
+        --ttl;
+        const std::uint32_t sum = std::uint32_t{checksum.load()} + 0x0100u;
+        checksum.store(static_cast<std::uint16_t>(sum + (sum >= 0xffffu)));
+    }
+
+private:
+    // The header's IHL x 4 bytes as native 32-bit words, added without folding.
+    std::uint64_t word_sum() const {
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(this);
+        auto word = [bytes](std::size_t i) {
+            std::uint32_t w;
+            std::memcpy(&w, bytes + 4 * i, sizeof w);
+            return std::uint64_t(w);
+        };
+        if (header_length() == sizeof(ipv4_header)) return word(0) + word(1) + word(2) + word(3) + word(4); // no loop
+        std::uint64_t sum = 0;
+        for (std::size_t i = 0; i < header_length() / 4; ++i) sum += word(i);
+        return sum;
+    }
 } __attribute__((packed));
 static_assert(sizeof(ipv4_header) == 20);
 

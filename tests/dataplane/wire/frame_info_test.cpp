@@ -144,5 +144,60 @@ TEST(frame_info, a_frame_that_is_not_ip_says_its_ether_type) {
     EXPECT_FALSE(is_roce_frame(f));
 }
 
+// The switch decrements every routed frame's TTL with an incremental checksum update: over every
+// identification value (so every checksum a header of these fields can have), the result is
+// the one a full recomputation gives, including where the end-around carry makes 0xffff.
+TEST(ipv4_header, ttl_decrement_gives_the_checksum_a_full_recomputation_gives) {
+    ipv4_header ip{};
+    ip.version_ihl = 0x45;
+    ip.total_length.store(1024);
+    ip.protocol = ip_protocol::udp;
+    ip.source.store(0x0a000102);
+    ip.destination.store(0x0a010203);
+    unsigned carried_to_zero = 0;
+    for (const std::uint8_t ttl : {1, 2, 64, 255}) {
+        for (std::uint32_t id = 0; id <= 0xffff; ++id) {
+            ip.ttl = ttl;
+            ip.identification.store(static_cast<std::uint16_t>(id));
+            ip.update_checksum();
+            carried_to_zero += ip.checksum.load() == 0xfeff;
+            ipv4_header expected = ip;
+            expected.ttl = static_cast<std::uint8_t>(ttl - 1);
+            expected.update_checksum();
+            ip.decrement_ttl();
+            ASSERT_EQ(ip.ttl, ttl - 1);
+            ASSERT_EQ(ip.checksum.load(), expected.checksum.load()) << "ttl " << int(ttl) << " id " << id;
+            ASSERT_TRUE(ip.checksum_ok());
+        }
+    }
+    EXPECT_GT(carried_to_zero, 0u); // 0xfeff + 0x0100 = 0xffff, ones' complement zero, stored as 0x0000
+}
+
+// checksum_ok() tests the unfolded sum modulo 0xffff: it must agree with the folded checksum for
+// every value the field can hold, and accept the two forms of a zero (RFC 1624 section 3).
+TEST(ipv4_header, checksum_ok_agrees_with_the_folded_checksum_for_every_field_value) {
+    ipv4_header ip{};
+    ip.version_ihl = 0x45;
+    ip.total_length.store(60);
+    ip.ttl = 64;
+    ip.protocol = ip_protocol::udp;
+    ip.source.store(0xc0a80001);
+    ip.destination.store(0xc0a800ff);
+    unsigned accepted = 0;
+    for (std::uint32_t value = 0; value <= 0xffff; ++value) {
+        ip.checksum.store(static_cast<std::uint16_t>(value));
+        ASSERT_EQ(ip.checksum_ok(), ip.compute_checksum() == 0) << "checksum field " << value;
+        accepted += ip.checksum_ok();
+    }
+    EXPECT_GE(accepted, 1u);
+    EXPECT_LE(accepted, 2u);
+    ip.update_checksum();
+    EXPECT_TRUE(ip.checksum_ok());
+    // A header whose words sum to 0 (no IHL: no words) has no valid checksum.
+    const ipv4_header empty{};
+    EXPECT_FALSE(empty.checksum_ok());
+    EXPECT_NE(empty.compute_checksum(), 0);
+}
+
 } // namespace
 } // namespace rocefab::wire
