@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <limits>
 #include <vector>
 
 namespace rocefab::testing {
@@ -53,6 +54,30 @@ TEST_F(link_test, serialisation_time_rounds_up_to_whole_nanoseconds) {
     // (1500 + 24) * 8 / 10 = 1219.2 ns: the frame is not complete before 1220.
     ASSERT_TRUE(l.transmit(make_pattern_frame(1500), 0));
     EXPECT_EQ(l.next_arrival(), 1220);
+}
+
+// The 64-bit fast path must give the exact 128-bit quotient, rounded up, on both sides of where
+// it hands over (2^31 bytes), for rates that divide evenly and rates that do not.
+TEST(serialization_time, equals_the_exact_rounded_up_quotient_on_both_paths) {
+    const std::array<std::uint64_t, 9> rates = {1,
+                                                3,
+                                                1'000'000'000,
+                                                10'000'000'000,
+                                                25'000'000'000,
+                                                100'000'000'000,
+                                                400'000'000'000,
+                                                999'999'999'989,
+                                                ~std::uint64_t{0} >> 1};
+    const std::array<std::uint64_t, 12> sizes = {
+        0, 1, 60, 64, 1518, 4200 + 24, 9216, 9238, 1u << 20, (1ull << 31) - 1, 1ull << 31, (1ull << 31) + 7};
+    for (const std::uint64_t rate : rates)
+        for (const std::uint64_t bytes : sizes) {
+            const unsigned __int128 bits = static_cast<unsigned __int128>(bytes) * 8'000'000'000u;
+            const unsigned __int128 exact = (bits + rate - 1) / rate;
+            if (exact > static_cast<unsigned __int128>(std::numeric_limits<sim_time>::max())) continue;
+            EXPECT_EQ(serialization_time(bytes, rate), static_cast<sim_time>(exact)) << bytes << " B at " << rate;
+        }
+    EXPECT_EQ(serialization_time(1518, 0), 0);
 }
 
 TEST_F(link_test, back_to_back_frames_queue_behind_each_other) {
