@@ -144,11 +144,11 @@ public:
 
     // `parsed` is what parse_frame() found in `frame` (parse_verdict::ip), which is what makes
     // reading its L3 header here safe without checking the length again.
-    // On forward: `egress` is the chosen port, TTL / hop limit is decremented (IPv4 checksum
-    // updated incrementally: wire::ipv4_header::decrement_ttl) and the MACs rewritten. On mtu_exceeded `egress` is
-    // set too, so the drop can be counted on the port whose MTU was exceeded. Otherwise the
-    // frame is untouched. A RoCE packet on an adaptive-routing group goes where adaptive()
-    // chooses; the caller regrades it first (adaptive_routing::regrade_if_due).
+    // On forward: `egress` is the chosen port, TTL / hop limit is decremented (the IPv4
+    // checksum updated incrementally, wire::ipv4_header::decrement_ttl) and the MACs rewritten.
+    // On mtu_exceeded `egress` is set too, so the drop can be counted on the port whose MTU was
+    // exceeded. Otherwise the frame is untouched. A RoCE packet on an adaptive-routing group
+    // goes where adaptive() chooses; the caller regrades it first (adaptive_routing::regrade_if_due).
     // Inline: every routed frame takes it; only the choice within an ECMP group is not.
     route_verdict route(rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) {
         if (parsed.v6) [[unlikely]]
