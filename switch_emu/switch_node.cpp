@@ -1,6 +1,5 @@
 #include "switch_emu/switch_node.hpp"
 
-#include "switch_emu/classify.hpp"
 #include "dataplane/wire/pfc.hpp"
 
 #include <stdexcept>
@@ -18,7 +17,8 @@ switch_spec checked(switch_spec spec) {
 switch_node::switch_node(switch_spec spec)
     : node(spec.name, static_cast<std::uint16_t>(spec.ports.size())), _spec(checked(std::move(spec))),
       _counters(_spec.ports.size()), _queue_counters(_spec.ports.size()), _ingress_counters(_spec.ports.size()),
-      _router(_spec), _buffer(_spec), _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames),
+      _classify(_spec.qos), _router(_spec), _buffer(_spec),
+      _queues(static_cast<std::uint16_t>(_spec.ports.size()), _spec.queue_frames),
       _scheduler(_spec.qos.ets, static_cast<std::uint16_t>(_spec.ports.size())),
       _congestion(_spec.qos, _spec.random_seed), _pfc(_spec), _watchdog(_spec) {}
 
@@ -40,7 +40,6 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
     _latest = std::max(_latest, now);
     port_counters& ingress = _counters[port];
     std::array<ingress_counters, traffic_class_count>& by_priority = _ingress_counters[port];
-    const qos_spec& qos = _spec.qos;
     std::array<parsed_frame, vector_size> parsed;
     std::array<parse_verdict, vector_size> verdicts;
     std::array<in_flight, vector_size> vector;
@@ -72,7 +71,7 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
                 }
                 continue;
             }
-            const classification c = classify_frame(qos, parsed[i]);
+            const classification c = _classify(parsed[i]);
             m.priority = c.priority;
             m.traffic_class = c.traffic_class;
             ++by_priority[c.priority].rx_packets;

@@ -5,6 +5,7 @@
 
 #include "dataplane/node.hpp"
 #include "switch_emu/admission.hpp"
+#include "switch_emu/classify.hpp"
 #include "switch_emu/congestion.hpp"
 #include "switch_emu/counters.hpp"
 #include "switch_emu/egress_queue.hpp"
@@ -167,6 +168,7 @@ private:
     std::vector<port_counters> _counters;
     std::vector<std::array<queue_counters, traffic_class_count>> _queue_counters;
     std::vector<std::array<ingress_counters, traffic_class_count>> _ingress_counters;
+    classifier _classify;
     router _router;
     shared_buffer _buffer;
     egress_queues _queues;

@@ -718,6 +718,7 @@ TEST_F(switch_pipeline, pcp_trust_takes_priority_from_the_tag_and_default_when_u
     spec.qos.trust = trust_mode::pcp;
     spec.qos.default_priority = 1;
     spec.qos.priority_to_tc[5] = 2;
+    spec.qos.priority_to_tc[1] = 4;
     build(spec);
     send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26, .pcp = 5}));
     send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.dscp = 26}));
@@ -725,6 +726,7 @@ TEST_F(switch_pipeline, pcp_trust_takes_priority_from_the_tag_and_default_when_u
     EXPECT_EQ(sink->sent[0].priority, 5);
     EXPECT_EQ(sink->sent[0].traffic_class, 2);
     EXPECT_EQ(sink->sent[1].priority, 1);
+    EXPECT_EQ(sink->sent[1].traffic_class, 4); // the default priority's class
 }
 
 // ---------------------------------------------------------------------------------------------
