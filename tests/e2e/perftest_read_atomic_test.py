@@ -12,7 +12,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fabric_e2e_test import fabric_case, free_tcp_port, perftest_clock_fit_failed  # noqa: E402
+from fabric_e2e_test import fabric_case  # noqa: E402
 
 BW_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s*$", re.M)
 LAT_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+", re.M)
@@ -20,16 +20,9 @@ LAT_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+", 
 
 class perftest_read_atomic(fabric_case):
     def perftest(self, program, *args, timeout=300):
-        """Server on h2, client on h1 (RC, RoCEv2 GID 1); returns (server, client) as
-        (returncode, stdout, stderr). A run whose client failed only at its clock fit
-        (perftest_clock_fit_failed) is run once more."""
-        for attempt in (1, 2):
-            port = str(free_tcp_port())
-            common = [program, "-d", "rfab0", "-x", "1", "-c", "RC", "-p", port, *args]
-            server, client = self.server_and_client("h2", common, "h1", [*common, self.address_of("h2")],
-                                                    timeout=timeout)
-            if attempt == 2 or not perftest_clock_fit_failed(client.returncode, client.stdout + client.stderr):
-                break
+        """Server on h2, client on h1 (RC, RoCEv2 GID 1; perftest_pair); returns (server, client)
+        as (returncode, stdout, stderr)."""
+        server, client = self.perftest_pair([program, "-d", "rfab0", "-x", "1", "-c", "RC", *args], timeout=timeout)
         return server, (client.returncode, client.stdout, client.stderr)
 
     def check(self, program, *args, line=BW_LINE):

@@ -7,45 +7,26 @@ Run by meson (suite e2e) as:  /usr/bin/python3 perftest_test.py BUILD_DIR SOURCE
 import os
 import re
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fabric_e2e_test as base  # noqa: E402  (shares the fabric fixture and the argv handling)
-from fabric_e2e_test import fabric_case, free_tcp_port, perftest_clock_fit_failed  # noqa: E402
+from fabric_e2e_test import fabric_case  # noqa: E402
 
 RESULT_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+", re.M)
 
 
 class perftest_case(fabric_case):
     def perftest(self, program, *args, timeout=240, environment=()):
-        """Server on h2, client on h1, both unmodified; returns the client's stdout.
-        `environment`: VAR=value settings for both programs. A run whose client failed only at
-        its clock fit (perftest_clock_fit_failed) is run once more."""
-        for attempt in (1, 2):
-            client, server_status, server_output = self.perftest_once(program, args, timeout, environment)
-            if attempt == 2 or not perftest_clock_fit_failed(client.returncode, client.stdout + client.stderr):
-                break
-        both = f"client:\n{client.stdout}{client.stderr}\nserver:\n{server_output}"
+        """Server on h2, client on h1, both unmodified (perftest_pair); returns the client's stdout.
+        `environment`: VAR=value settings for both programs."""
+        launch = ["env", *environment, program] if environment else [program]
+        (server_status, server_out, server_err), client = self.perftest_pair(
+            [*launch, "-d", "rfab0", "-x", "1", *args], timeout=timeout)
+        both = f"client:\n{client.stdout}{client.stderr}\nserver:\n{server_out}{server_err}"
         self.assertEqual(client.returncode, 0, both)
         self.assertEqual(server_status, 0, both)
         return client.stdout
-
-    def perftest_once(self, program, args, timeout, environment):
-        """One run: the client's completed process, the server's exit status and its output."""
-        port = str(free_tcp_port())
-        common = ["-d", "rfab0", "-x", "1", "-p", port, *args]
-        launch = ["env", *environment, program] if environment else [program]
-        server = self.start_on("h2", *launch, *common)
-        client = None
-        # The server listens once its resources exist: retry the client until it connects.
-        for _ in range(100):
-            client = self.run_on("h1", *launch, *common, self.address_of("h2"), timeout=timeout)
-            if "Couldn't connect" not in client.stderr + client.stdout:
-                break
-            time.sleep(0.2)
-        server_out, server_err = server.communicate(timeout=timeout)
-        return client, server.returncode, server_out + server_err
 
     def sizes(self, output):
         return [int(m.group(1)) for m in RESULT_ROW.finditer(output)]
