@@ -20,6 +20,7 @@ void virtual_time_driver::resync() {
     const std::size_t nodes = _wiring.node_count(), links = _wiring.link_count();
     if (_calendar.capacity() != nodes + links) { // the wiring grew since the last call
         _calendar.reset(nodes + links);
+        _window.reset(nodes + links);
         _node_flags.assign(nodes, {});
         _link_queued.assign(links, 0);
     }
@@ -32,6 +33,59 @@ void virtual_time_driver::resync() {
         _node_flags[i].stale = 0;
         _calendar.set(static_cast<std::uint32_t>(i), _wiring.node_at(static_cast<node_id>(i)).next_deadline());
     }
+    find_groups();
+}
+
+void virtual_time_driver::set_run_ahead(bool on) {
+    _run_ahead = on;
+    find_groups();
+}
+
+void virtual_time_driver::find_groups() {
+    _lookahead = 0;
+    if (!_run_ahead) return;
+    const std::size_t nodes = _wiring.node_count(), links = _wiring.link_count();
+    sim_time shortest = never;
+    for (std::size_t k = 0; k < links; ++k)
+        shortest = std::min(shortest, _wiring.link_at(static_cast<link_id>(k)).model().propagation_delay);
+    if (shortest <= 0) return;
+    // A window's offsets fit in the low 32 bits of the window calendar's keys.
+    _lookahead = std::min<sim_time>(shortest, sim_time{1} << 32);
+    _group.resize(nodes + links);
+    _observers.clear();
+    for (std::size_t i = 0; i < nodes; ++i) {
+        _group[i] = static_cast<std::uint32_t>(i);
+        if (_wiring.is_observer(static_cast<node_id>(i))) _observers.push_back(static_cast<node_id>(i));
+    }
+    // Coupling is symmetric: spread the lowest id over each connected set until nothing changes.
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (std::size_t i = 0; i < nodes; ++i)
+            for (const node_id other : _wiring.coupled(static_cast<node_id>(i)))
+                if (_group[other] < _group[i]) {
+                    _group[i] = _group[other];
+                    changed = true;
+                }
+    }
+    for (std::size_t k = 0; k < links; ++k)
+        _group[link_entity(static_cast<link_id>(k))] = _group[_wiring.link_at(static_cast<link_id>(k)).to().node];
+}
+
+void virtual_time_driver::set_event(std::uint32_t entity, sim_time time) {
+    if (_in_window && time < _window_end) {
+        _calendar.remove(entity);
+        const sim_time offset = std::max(time, _window_start) - _window_start;
+        _window.set(entity,
+                    static_cast<sim_time>(std::uint64_t{_group[entity]} << 32 | static_cast<std::uint64_t>(offset)));
+        return;
+    }
+    if (_in_window) _window.remove(entity);
+    _calendar.set(entity, time);
+}
+
+void virtual_time_driver::clear_event(std::uint32_t entity) {
+    _calendar.remove(entity);
+    if (_in_window) _window.remove(entity);
 }
 
 sim_time virtual_time_driver::earliest_event() const {
@@ -54,7 +108,7 @@ void virtual_time_driver::schedule_node(node_id i) {
     node_flags& f = _node_flags[i];
     if (f.queued) return;
     f.queued = 1;
-    _calendar.remove(i);
+    clear_event(i);
     if (_phase == phase::polling && i > _cursor) {
         _nodes_now.push_back(i);
         std::push_heap(_nodes_now.begin(), _nodes_now.end(), std::greater<>{});
@@ -66,7 +120,7 @@ void virtual_time_driver::schedule_node(node_id i) {
 void virtual_time_driver::schedule_link(link_id k) {
     if (_link_queued[k]) return;
     _link_queued[k] = 1;
-    _calendar.remove(link_entity(k));
+    clear_event(link_entity(k));
     if (_phase == phase::delivering && k > _cursor) {
         _links_now.push_back(k);
         std::push_heap(_links_now.begin(), _links_now.end(), std::greater<>{});
@@ -81,7 +135,7 @@ void virtual_time_driver::requery_node(node_id i) {
     if (_phase != phase::between_instants && deadline <= _instant)
         schedule_node(i);
     else
-        _calendar.set(i, deadline);
+        set_event(i, deadline);
 }
 
 void virtual_time_driver::requery_link(link_id k) {
@@ -89,7 +143,7 @@ void virtual_time_driver::requery_link(link_id k) {
     if (_phase != phase::between_instants && arrival <= _instant)
         schedule_link(k);
     else
-        _calendar.set(link_entity(k), arrival);
+        set_event(link_entity(k), arrival);
 }
 
 void virtual_time_driver::touch_coupled(node_id i) {
@@ -107,9 +161,12 @@ void virtual_time_driver::frame_queued(link_id k, sim_time arrival) {
         return;
     }
     // Frames are queued in arrival order on each of the link's two rings, so a new frame can
-    // only move the link's next arrival earlier when it is the first of its ring.
+    // only move the link's next arrival earlier when it is the first of its ring. Running
+    // ahead, a frame arrives after the window (links take at least its length); a link already
+    // due in the window is asked again when it is served.
     const std::uint32_t entity = link_entity(k);
-    if (arrival < _calendar.time_of(entity)) _calendar.set(entity, arrival);
+    if (_in_window && _window.contains(entity)) return;
+    if (arrival < _calendar.time_of(entity)) set_event(entity, arrival);
 }
 
 bool virtual_time_driver::deliver_due(sim_time t) {
@@ -169,7 +226,7 @@ bool virtual_time_driver::poll_due(sim_time t) {
             f.stale = 0;
             const sim_time deadline = n.next_deadline();
             if (deadline > t) {
-                _calendar.set(i, deadline);
+                set_event(i, deadline);
                 continue;
             }
         }
@@ -183,6 +240,37 @@ bool virtual_time_driver::poll_due(sim_time t) {
     return worked;
 }
 
+void virtual_time_driver::schedule_entity(std::uint32_t entity) {
+    const auto nodes = static_cast<std::uint32_t>(_wiring.node_count());
+    if (entity < nodes)
+        schedule_node(entity);
+    else
+        schedule_link(entity - nodes);
+}
+
+void virtual_time_driver::serve_instant(sim_time t) {
+    for (unsigned round = 0; round < max_rounds_per_instant; ++round) {
+        const bool delivered = deliver_due(t);
+        const bool polled = poll_due(t);
+        if (!delivered && !polled) break;
+    }
+    // What is still queued (the last round did no work, or the rounds ran out) waits in the
+    // calendar, due at once: the next nanosecond (next_event_time() makes it so; in a window,
+    // it is put there).
+    _phase = phase::between_instants;
+    const sim_time soonest = _in_window ? t + 1 : 0;
+    for (const node_id i : _nodes_next) {
+        _node_flags[i] = {};
+        set_event(i, std::max(soonest, _wiring.node_at(i).next_deadline()));
+    }
+    _nodes_next.clear();
+    for (const link_id k : _links_next) {
+        _link_queued[k] = 0;
+        set_event(link_entity(k), std::max(soonest, _wiring.link_at(k).next_arrival()));
+    }
+    _links_next.clear();
+}
+
 bool virtual_time_driver::process_next_instant(sim_time limit) {
     const sim_time t = earliest_event();
     if (t == never || t > limit) return false;
@@ -191,49 +279,60 @@ bool virtual_time_driver::process_next_instant(sim_time limit) {
     _instant = t;
     ++_instants;
     _phase = phase::gathering;
-    const auto nodes = static_cast<std::uint32_t>(_wiring.node_count());
-    while (!_calendar.empty() && _calendar.earliest() <= t) {
-        const std::uint32_t id = _calendar.pop();
-        if (id < nodes)
-            schedule_node(id);
-        else
-            schedule_link(id - nodes);
+    while (!_calendar.empty() && _calendar.earliest() <= t) schedule_entity(_calendar.pop());
+    serve_instant(t);
+    return true;
+}
+
+void virtual_time_driver::run_window(sim_time start, sim_time end) {
+    _in_window = true;
+    _window_start = start;
+    _window_end = end;
+    while (!_calendar.empty() && _calendar.earliest() < end) {
+        const std::uint32_t entity = _calendar.earliest_id();
+        set_event(entity, _calendar.earliest()); // moves it to the window's calendar
     }
-    for (unsigned round = 0; round < max_rounds_per_instant; ++round) {
-        const bool delivered = deliver_due(t);
-        const bool polled = poll_due(t);
-        if (!delivered && !polled) break;
+    sim_time last = start;
+    while (!_window.empty()) {
+        const sim_time key = _window.earliest();
+        const sim_time t = start + static_cast<sim_time>(static_cast<std::uint64_t>(key) & 0xffff'ffffu);
+        _instant = t;
+        ++_instants;
+        _phase = phase::gathering;
+        while (!_window.empty() && _window.earliest() == key) schedule_entity(_window.pop());
+        serve_instant(t);
+        last = std::max(last, t);
     }
-    // What is still queued (the last round did no work, or the rounds ran out) waits in the
-    // calendar, due at once: next_event_time() makes that the next nanosecond.
-    _phase = phase::between_instants;
-    for (const node_id i : _nodes_next) {
-        _node_flags[i] = {};
-        _calendar.set(i, _wiring.node_at(i).next_deadline());
-    }
-    _nodes_next.clear();
-    for (const link_id k : _links_next) {
-        _link_queued[k] = 0;
-        _calendar.set(link_entity(k), _wiring.link_at(k).next_arrival());
-    }
-    _links_next.clear();
+    _in_window = false;
+    _now = last;
+    _done_through = end - 1;
+}
+
+bool virtual_time_driver::process_next(sim_time limit) {
+    if (_lookahead == 0) return process_next_instant(limit);
+    const sim_time t = earliest_event();
+    if (t == never || t > limit) return false;
+    sim_time end = limit - t < _lookahead ? limit + 1 : t + _lookahead;
+    for (const node_id o : _observers) end = std::min(end, std::max(_calendar.time_of(o), t));
+    if (end == t) return process_next_instant(limit); // an observer is due: every node at once
+    run_window(t, end);
     return true;
 }
 
 bool virtual_time_driver::step(sim_time limit) {
     resync();
-    return process_next_instant(limit);
+    return process_next(limit);
 }
 
 void virtual_time_driver::run_until(sim_time end) {
     resync();
-    while (process_next_instant(end)) {}
+    while (process_next(end)) {}
     if (end > _now) _now = end;
 }
 
 bool virtual_time_driver::run_until_idle(sim_time limit) {
     resync();
-    while (process_next_instant(limit)) {}
+    while (process_next(limit)) {}
     if (earliest_event() == never) return true;
     if (limit > _now) _now = limit;
     return false;

@@ -23,6 +23,19 @@
 //     public call starts by asking all of them again).
 // The driver asks again after each of these, at the point where the loop above would have
 // looked, so the order of deliveries and polls is the one the loop above defines.
+//
+// Running ahead (set_run_ahead, off by default). Nodes touch each other only through links,
+// which take at least the shortest propagation delay d, and through the memory coupled nodes
+// share. So from the earliest pending event T, nothing one group of coupled nodes does before
+// T + d can reach another group before T + d either. With running ahead on, the driver takes
+// time a window [T, T + d) at a time and in it serves each group in turn, all of its instants
+// before the next group's: a group's nodes then do a stretch of work while their state is in
+// the CPU's cache, instead of one event between every other group's. Each group sees the same
+// instants, frames and polls, in the same order, as above, with one difference: the rounds of an
+// instant repeat while the group did work in the last one, not while anyone did (a node that
+// leaves itself due at an instant without doing anything is polled again one nanosecond later
+// either way). A window never reaches past the next instant of a node that observes the others
+// (wiring::set_observer); such an instant is served as above, every node at once.
 #pragma once
 
 #include "dataplane/event_calendar.hpp"
@@ -57,7 +70,14 @@ public:
     // hang).
     sim_time next_event_time();
 
+    // Lets groups of coupled nodes run ahead of each other within windows of the shortest link
+    // delay (above). Off by default. Has no effect while a link has no propagation delay.
+    void set_run_ahead(bool on);
+    // The window running ahead uses now: the shortest link delay; 0 when off or not possible.
+    sim_time lookahead() const { return _lookahead; }
+
     // Processes the next instant if it is <= limit; returns false (time unchanged) otherwise.
+    // Running ahead, processes the next window, up to limit.
     bool step(sim_time limit);
 
     // Processes every event up to and including `end`, then sets now() to `end`.
@@ -79,6 +99,20 @@ private:
     void resync();
     sim_time earliest_event() const;
     bool process_next_instant(sim_time limit);
+    // One window or one instant, whichever running ahead allows.
+    bool process_next(sim_time limit);
+    // Serves every group's instants in [start, end), group by group.
+    void run_window(sim_time start, sim_time end);
+    // Delivers and polls what is queued at instant t, in rounds, then puts what is left back in
+    // the calendar.
+    void serve_instant(sim_time t);
+    void schedule_entity(std::uint32_t entity);
+    // Where `entity` waits for `time`: the window's calendar when it falls in the window being
+    // served, the calendar otherwise.
+    void set_event(std::uint32_t entity, sim_time time);
+    void clear_event(std::uint32_t entity);
+    // Nodes joined by coupling, and the shortest link delay.
+    void find_groups();
     bool deliver_due(sim_time t);
     bool poll_due(sim_time t);
 
@@ -117,6 +151,18 @@ private:
     // Served by the step running now (min-heaps of indices), and by the next round.
     std::vector<node_id> _nodes_now, _nodes_next;
     std::vector<link_id> _links_now, _links_next;
+
+    // Running ahead: each entity's group (the lowest node id coupled to it, a link's that of
+    // the node it delivers to), the observers, and the window being served. In the window's
+    // calendar an entity waits under (group << 32 | time - window start), so it hands out one
+    // group's instants in time order before the next group's.
+    bool _run_ahead = false;
+    sim_time _lookahead = 0;
+    std::vector<std::uint32_t> _group;
+    std::vector<node_id> _observers;
+    event_calendar _window;
+    bool _in_window = false;
+    sim_time _window_start = 0, _window_end = 0;
 
     std::uint64_t _instants = 0;
     std::uint64_t _frames_delivered = 0;

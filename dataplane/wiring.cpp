@@ -65,12 +65,23 @@ void wiring::couple(node_id a, node_id b) {
     if (a >= _nodes.size() || b >= _nodes.size())
         throw std::invalid_argument("no node with id " + std::to_string(std::max(a, b)));
     if (a == b) return; // a node's own calls are always followed by a look at its deadline
+    if (_nodes[a].observer || _nodes[b].observer)
+        throw std::invalid_argument("node " + _nodes[_nodes[a].observer ? a : b].n->name() +
+                                    " observes the fabric and cannot be coupled");
     auto add = [&](node_id to, node_id other) {
         auto& list = _nodes[to].coupled;
         if (std::find(list.begin(), list.end(), other) == list.end()) list.push_back(other);
     };
     add(a, b);
     add(b, a);
+}
+
+void wiring::set_observer(node_id n) {
+    if (n >= _nodes.size()) throw std::invalid_argument("no node with id " + std::to_string(n));
+    node_entry& e = _nodes[n];
+    if (e.n->port_count() != 0 || !e.coupled.empty())
+        throw std::invalid_argument("node " + e.n->name() + " has ports or is coupled: it cannot be an observer");
+    e.observer = true;
 }
 
 void wiring::set_seed(std::uint64_t seed) {

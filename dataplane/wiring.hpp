@@ -38,6 +38,13 @@ public:
     // Throws std::invalid_argument for an unknown node.
     void couple(node_id a, node_id b);
     std::span<const node_id> coupled(node_id n) const { return _nodes[n].coupled; }
+    // Declares that n's poll() reads the state of other nodes (a recorder sampling the fabric).
+    // A driver that lets nodes run ahead of one another (virtual_time_driver::set_run_ahead)
+    // brings every node to n's instant first. Such a node has no ports and is coupled to
+    // nothing: nothing but time reaches it. Throws std::invalid_argument otherwise, or for an
+    // unknown node.
+    void set_observer(node_id n);
+    bool is_observer(node_id n) const { return _nodes[n].observer; }
 
     // The fabric's fault-injection seed: link i draws its fault decisions from
     // link_fault_seed(seed, i). Reseeds the links already connected and those connected later.
@@ -76,6 +83,7 @@ private:
         node* n;
         std::unique_ptr<node_sink> sink;
         std::vector<node_id> coupled;
+        bool observer = false;
     };
 
     void check_port(node_id n, std::uint16_t port) const;

@@ -2,7 +2,9 @@
 // them at every instant. These tests hold it to the loop its header defines, run here as a
 // reference (every link and node looked at, every round): on fabrics with ties, zero-time
 // links, deadlines a receive moves earlier and nodes coupled through shared state, both must
-// produce the same trace of receptions and polls, event for event.
+// produce the same trace of receptions and polls, event for event. Running ahead
+// (set_run_ahead) interleaves the nodes differently, so there each node's own trace, and what a
+// node observing all of them sees, must be the same.
 #include "dataplane/virtual_time_driver.hpp"
 #include "tests/dataplane/runtime/test_nodes.hpp"
 
@@ -138,12 +140,48 @@ private:
     std::uint32_t _sent = 0, _forwarded = 0, _immediate = 0;
 };
 
+// Looks at every chaos node's trace at its own instants, as the simulator's recorder looks at
+// the fabric: how many events each node has had so far.
+class census_node final : public node {
+public:
+    census_node(const std::vector<trace_event>& trace, std::uint32_t nodes)
+        : node("census", 0), _trace(trace), _counts(nodes, 0) {}
+    void receive(std::uint16_t, rte_mbuf* frame, sim_time) override { rte_pktmbuf_free(frame); }
+    bool poll(sim_time now) override {
+        if (now < _next) return false;
+        for (; _counted < _trace.size(); ++_counted) ++_counts[_trace[_counted].node];
+        _seen.push_back(_counts);
+        _seen.back().push_back(static_cast<std::size_t>(now));
+        _next = now + 333;
+        return true;
+    }
+    sim_time next_deadline() const override { return _next; }
+    const std::vector<std::vector<std::size_t>>& seen() const { return _seen; }
+
+private:
+    const std::vector<trace_event>& _trace;
+    std::vector<std::size_t> _counts;
+    std::size_t _counted = 0;
+    sim_time _next = 100;
+    std::vector<std::vector<std::size_t>> _seen;
+};
+
+enum class driven_by { reference, calendar, running_ahead };
+
+struct chaos_result {
+    std::vector<trace_event> trace;
+    std::vector<std::vector<std::size_t>> census; // with a census node
+    sim_time lookahead = 0;
+};
+
 // A fabric of `nodes` chaos nodes in a ring plus chords, links of a few kinds (zero-time among
-// them), partners coupled in pairs. Returns the trace of one run, by either driver.
-std::vector<trace_event> chaos_run(std::uint64_t seed, bool reference, bool declare_coupling = true) {
+// them unless `delayed`), partners coupled in pairs, and with `census` a node observing the rest.
+// Returns the trace of one run.
+chaos_result chaos_fabric(std::uint64_t seed, driven_by driver_kind, bool declare_coupling, bool delayed, bool census) {
     constexpr std::uint32_t nodes = 9;
     constexpr std::uint16_t ports = 3;
-    std::vector<trace_event> trace;
+    chaos_result result;
+    std::vector<trace_event>& trace = result.trace;
     std::vector<std::unique_ptr<chaos_node>> owned;
     wiring w;
     for (std::uint32_t i = 0; i < nodes; ++i) {
@@ -156,9 +194,18 @@ std::vector<trace_event> chaos_run(std::uint64_t seed, bool reference, bool decl
         {.speed_bps = 100'000'000'000ull, .propagation_delay = 1000, .mtu = 1500},
         {.speed_bps = 10'000'000'000ull, .propagation_delay = 0, .mtu = 1500},
     }};
-    for (std::uint32_t i = 0; i < nodes; ++i) w.connect(i, 0, (i + 1) % nodes, 1, kinds[(i + seed) % kinds.size()]);
+    // Running ahead needs every link to take time: the shortest here is 700 ns.
+    const std::array<link_model, 3> delayed_kinds{{
+        {.speed_bps = 0, .propagation_delay = 700, .mtu = 1500},
+        {.speed_bps = 100'000'000'000ull, .propagation_delay = 1000, .mtu = 1500},
+        {.speed_bps = 10'000'000'000ull, .propagation_delay = 700, .mtu = 1500},
+    }};
+    auto kind = [&](std::uint64_t k) {
+        return delayed ? delayed_kinds[k % delayed_kinds.size()] : kinds[k % kinds.size()];
+    };
+    for (std::uint32_t i = 0; i < nodes; ++i) w.connect(i, 0, (i + 1) % nodes, 1, kind(i + seed));
     // Chords on port 2; the last node's port 2 has no cable (what it sends there is dropped).
-    for (std::uint32_t i = 0; i < 4; ++i) w.connect(i, 2, i + 4, 2, kinds[(i + 2 * seed) % kinds.size()]);
+    for (std::uint32_t i = 0; i < 4; ++i) w.connect(i, 2, i + 4, 2, kind(i + 2 * seed));
     for (std::uint32_t i = 0; i + 1 < nodes; i += 2) {
         // Partners far apart in index, each way round: a poke lands both ahead of and behind
         // the poll that makes it.
@@ -166,14 +213,35 @@ std::vector<trace_event> chaos_run(std::uint64_t seed, bool reference, bool decl
         owned[nodes - 1 - i]->set_partner(owned[i].get());
         if (declare_coupling) w.couple(i, nodes - 1 - i);
     }
+    census_node observer(trace, nodes);
+    if (census) w.set_observer(w.add_node(observer));
     w.attach_all(test_pool());
-    if (reference) {
+    if (driver_kind == driven_by::reference) {
         reference_driver(w).run_until_idle(milliseconds(10));
     } else {
         virtual_time_driver driver(w);
-        driver.run_until_idle(milliseconds(10));
+        driver.set_run_ahead(driver_kind == driven_by::running_ahead);
+        result.lookahead = driver.lookahead();
+        if (delayed) // in pieces, as the simulator runs it: a window never reaches past a run's end
+            for (sim_time end = 0; end <= milliseconds(10); end += 7'777) driver.run_until(end);
+        else
+            driver.run_until_idle(milliseconds(10));
     }
-    return trace; // frames still on the wire at the limit are freed with the links
+    result.census = observer.seen();
+    return result; // frames still on the wire at the limit are freed with the links
+}
+
+std::vector<trace_event> chaos_run(std::uint64_t seed, bool reference, bool declare_coupling = true) {
+    return chaos_fabric(seed, reference ? driven_by::reference : driven_by::calendar, declare_coupling, false, false)
+        .trace;
+}
+
+// One node's events, in the order it had them.
+std::vector<trace_event> events_of(const std::vector<trace_event>& trace, std::uint32_t node) {
+    std::vector<trace_event> mine;
+    std::copy_if(trace.begin(), trace.end(), std::back_inserter(mine),
+                 [node](const trace_event& e) { return e.node == node; });
+    return mine;
 }
 
 class driver_calendar_test : public ::testing::Test {
@@ -203,6 +271,64 @@ TEST_F(driver_calendar_test, an_undeclared_coupling_is_what_breaks_the_order) {
     for (std::uint64_t seed = 1; seed <= 12 && !any_differs; ++seed)
         any_differs = chaos_run(seed, true) != chaos_run(seed, false, false);
     EXPECT_TRUE(any_differs);
+}
+
+TEST_F(driver_calendar_test, running_ahead_gives_each_node_and_the_observer_the_same_events) {
+    bool interleaved_differently = false;
+    for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+        const chaos_result plain = chaos_fabric(seed, driven_by::calendar, true, true, true);
+        const chaos_result ahead = chaos_fabric(seed, driven_by::running_ahead, true, true, true);
+        EXPECT_EQ(plain.lookahead, 0);
+        ASSERT_EQ(ahead.lookahead, 700);
+        ASSERT_GT(plain.trace.size(), 1000u) << "seed " << seed << ": too little happened to compare";
+        ASSERT_EQ(ahead.trace.size(), plain.trace.size()) << "seed " << seed;
+        for (std::uint32_t node = 0; node < 9; ++node) {
+            const auto expected = events_of(plain.trace, node), got = events_of(ahead.trace, node);
+            ASSERT_EQ(got.size(), expected.size()) << "seed " << seed << ", node " << node;
+            for (std::size_t k = 0; k < got.size(); ++k)
+                ASSERT_EQ(got[k], expected[k])
+                    << "seed " << seed << ", node " << node << ", event " << k << ": " << got[k].kind << " at "
+                    << got[k].time << ", expected " << expected[k].kind << " at " << expected[k].time;
+        }
+        ASSERT_GT(plain.census.size(), 100u);
+        EXPECT_EQ(ahead.census, plain.census) << "seed " << seed;
+        interleaved_differently |= ahead.trace != plain.trace;
+    }
+    // Otherwise nothing ran ahead, and the comparison above proves nothing.
+    EXPECT_TRUE(interleaved_differently);
+}
+
+TEST_F(driver_calendar_test, running_ahead_without_a_declared_coupling_shows) {
+    // Without wiring::couple, the partners fall into different groups and a poke can land on a
+    // partner that has already run past it: some node's events must differ.
+    bool any_differs = false;
+    for (std::uint64_t seed = 1; seed <= 12 && !any_differs; ++seed) {
+        const auto plain = chaos_fabric(seed, driven_by::calendar, false, true, false).trace;
+        const auto ahead = chaos_fabric(seed, driven_by::running_ahead, false, true, false).trace;
+        for (std::uint32_t node = 0; node < 9 && !any_differs; ++node)
+            any_differs = events_of(plain, node) != events_of(ahead, node);
+    }
+    EXPECT_TRUE(any_differs);
+}
+
+TEST_F(driver_calendar_test, running_ahead_needs_every_link_to_take_time) {
+    const chaos_result r = chaos_fabric(1, driven_by::running_ahead, true, false, false);
+    EXPECT_EQ(r.lookahead, 0); // a zero-time link: served instant by instant
+}
+
+TEST_F(driver_calendar_test, an_observer_has_no_ports_and_no_coupling) {
+    probe_node ported("ported", 1, {}), lonely("lonely", 0, {}), other("other", 0, {});
+    wiring w;
+    const node_id p = w.add_node(ported), l = w.add_node(lonely), o = w.add_node(other);
+    EXPECT_THROW(w.set_observer(p), std::invalid_argument);
+    w.couple(l, o);
+    EXPECT_THROW(w.set_observer(l), std::invalid_argument);
+    probe_node watcher("watcher", 0, {});
+    const node_id wid = w.add_node(watcher);
+    w.set_observer(wid);
+    EXPECT_TRUE(w.is_observer(wid));
+    EXPECT_THROW(w.couple(wid, l), std::invalid_argument);
+    EXPECT_THROW(w.set_observer(99), std::invalid_argument);
 }
 
 TEST_F(driver_calendar_test, a_deadline_set_from_outside_between_runs_is_seen) {
