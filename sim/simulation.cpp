@@ -170,9 +170,10 @@ simulation::simulation(const scenario& s) : _scenario(s) {
     // each side's work changes what the other's next_deadline() says.
     for (const auto& host : _traffic->hosts()) w.couple(w.add_node(*host), nic_ids[host->host()]);
     _recorder = std::make_unique<recorder>(*this, s);
-    _fabric->wiring().add_node(*_recorder);
-    _fabric->wiring().attach_all(pool);
-    _driver = std::make_unique<virtual_time_driver>(_fabric->wiring());
+    w.set_observer(w.add_node(*_recorder));
+    w.attach_all(pool);
+    _driver = std::make_unique<virtual_time_driver>(w);
+    _driver->set_run_ahead(true);
 }
 
 simulation::~simulation() = default;
