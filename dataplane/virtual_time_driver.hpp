@@ -32,10 +32,12 @@
 // before the next group's: a group's nodes then do a stretch of work while their state is in
 // the CPU's cache, instead of one event between every other group's. Each group sees the same
 // instants, frames and polls, in the same order, as above, with one difference: the rounds of an
-// instant repeat while the group did work in the last one, not while anyone did (a node that
-// leaves itself due at an instant without doing anything is polled again one nanosecond later
-// either way). A window never reaches past the next instant of a node that observes the others
-// (wiring::set_observer); such an instant is served as above, every node at once.
+// instant repeat while the group did work in the last one, not while anyone did. Only a node
+// that leaves itself or a partner due at an instant without doing any work sees it: it is
+// polled at the next nanosecond, where above another group's work could have had it polled
+// again at the same instant. A window never reaches past the next instant of a node that
+// observes the others (wiring::set_observer); such an instant is served as above, every node
+// at once.
 #pragma once
 
 #include "dataplane/event_calendar.hpp"
