@@ -123,10 +123,9 @@ void device_died(rf_context* ctx) {
 
 bool read_event(rf_context* ctx, int fd, void* record, std::size_t length) {
     for (;;) {
-        ssize_t got;
-        do {
-            got = ::read(fd, record, length);
-        } while (got < 0 && errno == EINTR);
+        // One read, as libibverbs does: a signal that interrupts it returns -1 with EINTR to the
+        // program (qperf's server leaves its latency loop that way when its test timer fires).
+        const ssize_t got = ::read(fd, record, length);
         if (got != 0 || ctx->dead.load(std::memory_order_acquire)) return got == static_cast<ssize_t>(length);
         device_died(ctx);
     }

@@ -129,7 +129,8 @@ void device_died(rf_context* ctx);
 bool device_alive(rf_context* ctx);
 // Reads one event record from a completion channel or the async descriptor. End of file means
 // the daemon, which held the other end, is gone: the dead device's last events take the
-// descriptor's place, and those are read. False if no whole record came.
+// descriptor's place, and those are read. False if no whole record came, with errno EINTR
+// when a signal interrupted the wait.
 bool read_event(rf_context* ctx, int fd, void* record, std::size_t length);
 
 // After publishing WQEs on `qp`'s rings (a release store of the producer): queues the QP for

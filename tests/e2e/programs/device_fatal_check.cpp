@@ -11,6 +11,8 @@
 // in ibv_get_async_event, blocked in ibv_get_cq_event on an armed CQ, or busy-polling the CQ.
 // It prints "noticed at NS" (CLOCK_REALTIME) as soon as that returns, then checks the rest and
 // prints one line per finding, "ok" at the end; it exits 1 if anything differed.
+// Before "ready", with nothing to come yet, it checks that a signal interrupts both blocking
+// waits as libibverbs' single read() lets it: -1 with EINTR (a handler without SA_RESTART).
 
 #include "tests/e2e/programs/connect_qp.hpp"
 
@@ -22,8 +24,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <ctime>
 #include <string>
+#include <sys/time.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -45,6 +50,37 @@ std::int64_t realtime_ns() {
     timespec t{};
     ::clock_gettime(CLOCK_REALTIME, &t);
     return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+volatile std::sig_atomic_t alarms = 0;
+
+void on_alarm(int) {
+    // The first alarm should have ended the wait; a wait that swallows it is still blocked at
+    // the second, a second later.
+    alarms = alarms + 1;
+    if (alarms < 2) return;
+    static const char stuck[] = "FAILED: the wait went on after a signal interrupted it\n";
+    [[maybe_unused]] const auto written = ::write(STDOUT_FILENO, stuck, sizeof stuck - 1);
+    ::_exit(1);
+}
+
+// Calls `wait` with an interval timer 50 ms away, its handler installed without SA_RESTART.
+template <typename Wait> void check_interrupted(const std::string& verb, Wait wait) {
+    struct sigaction action {};
+    action.sa_handler = on_alarm;
+    ::sigaction(SIGALRM, &action, nullptr);
+    alarms = 0;
+    itimerval timer{};
+    timer.it_value.tv_usec = 50'000;
+    timer.it_interval.tv_sec = 1;
+    ::setitimer(ITIMER_REAL, &timer, nullptr);
+    errno = 0;
+    const int got = wait();
+    const int error = errno;
+    const itimerval off{};
+    ::setitimer(ITIMER_REAL, &off, nullptr);
+    check(got == -1 && error == EINTR, verb + " interrupted by a signal returns -1 with EINTR (got " +
+                                           std::to_string(got) + ", " + std::strerror(error) + ")");
 }
 
 struct side {
@@ -128,6 +164,15 @@ int main(int argc, char** argv) {
     send.send_flags = IBV_SEND_SIGNALED;
     if (ibv_post_send(x.qp, &send, &bad_send)) die("ibv_post_send failed");
     if (ibv_req_notify_cq(x.cq, 0)) die("ibv_req_notify_cq failed");
+    check_interrupted("ibv_get_cq_event", [&] {
+        ibv_cq* cq = nullptr;
+        void* cq_context = nullptr;
+        return ibv_get_cq_event(x.channel, &cq, &cq_context);
+    });
+    check_interrupted("ibv_get_async_event", [&] {
+        ibv_async_event event{};
+        return ibv_get_async_event(x.context, &event);
+    });
     std::printf("ready\n");
     std::fflush(stdout);
 
