@@ -42,7 +42,7 @@ class device_fatal(unittest.TestCase):
                 ready = line
                 if ready != "ready\n":
                     program.kill()
-                    self.fail("the program did not get ready: " + ready + program.stderr.read())
+                    self.fail("the program did not get ready: " + "".join(before) + ready + program.stderr.read())
                 time.sleep(0.2)  # the SEND is being answered with RNR NAKs by now
                 killed_at = time.clock_gettime_ns(time.CLOCK_REALTIME)
                 os.kill(daemon, signal.SIGKILL)
