@@ -197,7 +197,7 @@ void simulation::run(std::FILE* progress) {
     auto report = [&](bool final) {
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
         std::fprintf(progress,
-                     "\rrocefab sim: %.3f ms of %.3f ms simulated in %.3f s of wall time, %" PRIu64 " frames%s",
+                     "\rrocefab sim: %.3f ms of %.3f ms simulated in %.4f s of wall time, %" PRIu64 " frames%s",
                      static_cast<double>(now()) / 1e6, static_cast<double>(limit) / 1e6, wall, frames_delivered(),
                      final ? "\n" : "");
         std::fflush(progress);

@@ -31,6 +31,26 @@ nic::shared_region make_region(std::size_t length) {
     return region;
 }
 
+// The hosts' memory when nothing reads it (scenario::copy_payloads off): the NIC checks keys,
+// bounds and access as ever, then moves no byte. A frame's payload is whatever its buffer held,
+// and what arrives is dropped. An ICRC is still computed wherever it is observed (a corrupting
+// link seals the frame, the receiver verifies it), over those bytes, so loss, corruption,
+// duplication and reordering hit the same frames with the same outcomes.
+class unobserved_memory final : public nic::address_space {
+public:
+    bool read(std::span<const iovec> local, std::span<const iovec> remote) override {
+        return nic::total_length(local) == nic::total_length(remote);
+    }
+    bool write(std::span<const iovec> local, std::span<const iovec> remote) override {
+        return nic::total_length(local) == nic::total_length(remote);
+    }
+};
+
+std::unique_ptr<nic::address_space> host_memory(bool copied) {
+    if (copied) return std::make_unique<nic::local_address_space>();
+    return std::make_unique<unobserved_memory>();
+}
+
 } // namespace
 
 // A host's verbs resources: one context, PD and memory region (over the generator's _memory),
@@ -62,7 +82,7 @@ traffic_generator::traffic_generator(const scenario& s, const std::vector<nic::n
         // QPs rung or due; without one it would look at every QP of the context at every poll.
         nic::shared_region doorbells = make_region(hw::doorbell_queue_region_size);
         h->doorbells = static_cast<hw::doorbell_queue*>(doorbells.base());
-        h->context = n->open_context(std::make_unique<nic::local_address_space>(), -1, std::move(doorbells));
+        h->context = n->open_context(host_memory(s.copy_payloads), -1, std::move(doorbells));
         check(n->alloc_pd(h->context, h->pd), "alloc_pd");
         const auto address = reinterpret_cast<std::uint64_t>(_memory.data());
         check(n->reg_mr(h->context, h->pd, address, _memory.size(), address,

@@ -84,12 +84,10 @@ private:
 
     const scenario& _scenario;
     // The one message-sized buffer every host registers, each in its own address space (its
-    // context's): what a WRITE reads and where it lands. The hosts send zeros and nobody reads
-    // what arrives, so one buffer gives the same bytes as a buffer each, and the hosts' side of
-    // the NICs' copies stays in the CPU's cache however many hosts there are. With a buffer
-    // each, 256 hosts' copies missed the last-level cache on most lines: callgrind's cache
-    // simulation (32 MiB) counts 7.9 M misses for 2 ms of a 256-host permutation with a buffer
-    // each, 4.0 M with this one; what is left is mostly the frames' side.
+    // context's): the range a WRITE reads and where it lands. Its bytes move only with
+    // scenario::copy_payloads; then the hosts send zeros and nobody reads what arrives, so one
+    // buffer gives the same bytes as a buffer each and the hosts' side of the copies stays in
+    // the CPU's cache however many hosts there are.
     std::vector<std::uint8_t> _memory;
     std::vector<std::unique_ptr<host>> _hosts;
     std::vector<std::unique_ptr<connection>> _connections; // per flow

@@ -280,5 +280,60 @@ TEST(sim, the_same_scenario_and_seed_write_the_same_bytes) {
     std::filesystem::remove_all(second);
 }
 
+// A simulation moves no payload byte (scenario::copy_payloads is off): the hosts' memory is never
+// read, so the outputs must be the very bytes a run that copies every payload writes. On a link
+// that loses, corrupts, duplicates and reorders frames, where the receiver's ICRC check sees
+// the frames' bytes, and with selective repeat holding out-of-order packets.
+TEST(sim, leaving_the_payloads_out_changes_no_output) {
+    struct outcome {
+        std::map<std::string, std::string> files;
+        std::uint64_t corrupted = 0, icrc_errors = 0, duplicates = 0, out_of_sequence = 0;
+    };
+    auto play = [](bool copy_payloads) {
+        scenario s;
+        config::config_error error;
+        EXPECT_TRUE(load_scenario(std::string(ROCEFAB_SOURCE_ROOT) + "/configs/incast-2to1-dcqcn.yaml", s, error))
+            << error.to_string();
+        s.duration = milliseconds(1);
+        s.topology.links[0].params.faults = {0.002, 0.002, 0.002, 0.002, microseconds(3)};
+        for (config::host_config& h : s.topology.hosts) h.nic.retransmission = nic::retransmission_mode::selective_repeat;
+        s.copy_payloads = copy_payloads;
+        s.output = (std::filesystem::temp_directory_path() /
+                    ("rocefab-sim-test-" + std::to_string(::getpid()) + (copy_payloads ? "-copied" : "-elided")))
+                       .string();
+        std::filesystem::remove_all(s.output);
+        outcome o;
+        {
+            simulation sim(s);
+            sim.run();
+            EXPECT_EQ(sim.write_csv(), "");
+            for (const link* l : sim.fabric().cable(0)) o.corrupted += l->counters().frames_corrupted;
+            for (const nic::nic_node* n : sim.nics()) {
+                o.icrc_errors += n->counters().rx_icrc_encapsulated;
+                o.duplicates += n->counters().duplicate_request;
+                o.out_of_sequence += n->counters().out_of_sequence;
+            }
+        }
+        for (const char* name : {"queues.csv", "flows.csv", "counters.csv", "fct.csv"})
+            o.files[name] = read(s.output + "/" + name);
+        std::filesystem::remove_all(s.output);
+        return o;
+    };
+    const outcome copied = play(true), elided = play(false);
+    // The faults did their work, and the receivers found each corrupted frame by its ICRC.
+    EXPECT_GT(copied.corrupted, 0u);
+    EXPECT_EQ(copied.icrc_errors, copied.corrupted);
+    EXPECT_GT(copied.duplicates, 0u);
+    EXPECT_GT(copied.out_of_sequence, 0u);
+    EXPECT_EQ(elided.corrupted, copied.corrupted);
+    EXPECT_EQ(elided.icrc_errors, copied.icrc_errors);
+    EXPECT_EQ(elided.duplicates, copied.duplicates);
+    EXPECT_EQ(elided.out_of_sequence, copied.out_of_sequence);
+    for (const auto& [name, bytes] : copied.files) {
+        EXPECT_GE(std::count(bytes.begin(), bytes.end(), '\n'), 2) << name << ":\n" << bytes;
+        EXPECT_EQ(elided.files.at(name), bytes) << name;
+    }
+}
+
 } // namespace
 } // namespace rocefab::sim
