@@ -675,11 +675,10 @@ int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
     channel_private* ch = private_of(channel);
     for (;;) {
         proto::event e;
-        ssize_t n;
-        do {
-            n = ::recv(ch->channel.fd, &e, sizeof e, 0);
-        } while (n < 0 && errno == EINTR);
-        if (n < 0) return -1; // EAGAIN on a non-blocking channel, as rdma-core's read() gives
+        // One recv(), as librdmacm makes one write() to the ucma device: a signal ends the wait
+        // with EINTR unless its handler asked for SA_RESTART (the kernel then restarts either).
+        const ssize_t n = ::recv(ch->channel.fd, &e, sizeof e, 0);
+        if (n < 0) return -1; // EAGAIN on a non-blocking channel, as rdma-core's gives
         if (n != static_cast<ssize_t>(sizeof e) || e.magic_number != proto::magic) return set_errno(ENODATA);
         auto* evt = new cma_event;
         std::memset(&evt->event, 0, sizeof evt->event);

@@ -145,6 +145,7 @@ class cm_errors(cm_case):
         # cm.c cm_match_req); rdma_cm reports REJECTED with the reason as status.
         out = self.run_on("h1", CM_CHECK, "10.0.0.2", "4999", "RDMA_CM_EVENT_REJECTED")
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("interrupted: -1 EINTR", out.stdout)  # a signal ends a blocked rdma_get_cm_event
         self.assertIn("event RDMA_CM_EVENT_ADDR_RESOLVED status 0", out.stdout)
         self.assertIn("event RDMA_CM_EVENT_ROUTE_RESOLVED status 0", out.stdout)
         self.assertIn("event RDMA_CM_EVENT_REJECTED status 8", out.stdout)

@@ -3,18 +3,61 @@
 //   cm-connect-check ADDRESS PORT EXPECTED_EVENT [timeout_ms [udp]]
 // e.g. "cm-connect-check 10.0.0.2 4999 RDMA_CM_EVENT_REJECTED" for a port nobody listens on;
 // with "udp", a UD id in RDMA_PS_UDP, whose connect is a SIDR_REQ.
-// Also checks that the event channel's descriptor works with poll(), as rping's does.
+// Also checks that the event channel's descriptor works with poll(), as rping's does, and first,
+// with no event to come yet, that a signal interrupts a blocked rdma_get_cm_event as librdmacm's
+// single write() to the ucma device lets it: -1 with EINTR (a handler without SA_RESTART); it
+// prints "interrupted: -1 EINTR", or exits 1 if the call went on waiting.
 #include <rdma/rdma_cma.h>
 
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <csignal>
 #include <cstring>
 #include <poll.h>
 #include <string>
+#include <sys/time.h>
+#include <unistd.h>
 
 namespace {
+volatile std::sig_atomic_t alarms = 0;
+
+void on_alarm(int) {
+    // The first alarm should have ended the wait; one that swallowed it is still blocked at the
+    // second, a second later.
+    alarms = alarms + 1;
+    if (alarms < 2) return;
+    static const char stuck[] = "rdma_get_cm_event went on waiting after a signal interrupted it\n";
+    [[maybe_unused]] const auto written = ::write(STDOUT_FILENO, stuck, sizeof stuck - 1);
+    ::_exit(1);
+}
+
+// rdma_get_cm_event on a channel with nothing to come, an interval timer 50 ms away whose
+// handler is installed without SA_RESTART.
+void check_interrupted(rdma_event_channel* channel) {
+    struct sigaction action {};
+    action.sa_handler = on_alarm;
+    ::sigaction(SIGALRM, &action, nullptr);
+    itimerval timer{};
+    timer.it_value.tv_usec = 50'000;
+    timer.it_interval.tv_sec = 1;
+    ::setitimer(ITIMER_REAL, &timer, nullptr);
+    rdma_cm_event* event = nullptr;
+    errno = 0;
+    const int got = rdma_get_cm_event(channel, &event);
+    const int error = errno;
+    const itimerval off{};
+    ::setitimer(ITIMER_REAL, &off, nullptr);
+    std::signal(SIGALRM, SIG_DFL);
+    if (got == -1 && error == EINTR) {
+        std::printf("interrupted: -1 EINTR\n");
+        return;
+    }
+    std::printf("interrupted: %d %s\n", got, std::strerror(error));
+    std::exit(1);
+}
+
 rdma_cm_event* next_event(rdma_event_channel* channel) {
     pollfd p{channel->fd, POLLIN, 0};
     if (poll(&p, 1, 120000) != 1) {
@@ -47,6 +90,7 @@ int main(int argc, char** argv) {
         std::printf("rdma_create_event_channel: %s\n", std::strerror(errno));
         return 2;
     }
+    check_interrupted(channel);
     rdma_cm_id* id = nullptr;
     if (rdma_create_id(channel, &id, nullptr, udp ? RDMA_PS_UDP : RDMA_PS_TCP)) return 2;
     if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), timeout)) {
