@@ -296,7 +296,8 @@ TEST(sim, leaving_the_payloads_out_changes_no_output) {
             << error.to_string();
         s.duration = milliseconds(1);
         s.topology.links[0].params.faults = {0.002, 0.002, 0.002, 0.002, microseconds(3)};
-        for (config::host_config& h : s.topology.hosts) h.nic.retransmission = nic::retransmission_mode::selective_repeat;
+        for (config::host_config& h : s.topology.hosts)
+            h.nic.retransmission = nic::retransmission_mode::selective_repeat;
         s.copy_payloads = copy_payloads;
         s.output = (std::filesystem::temp_directory_path() /
                     ("rocefab-sim-test-" + std::to_string(::getpid()) + (copy_payloads ? "-copied" : "-elided")))
