@@ -7,49 +7,24 @@
 // with no event to come yet, that a signal interrupts a blocked rdma_get_cm_event as librdmacm's
 // single write() to the ucma device lets it: -1 with EINTR (a handler without SA_RESTART); it
 // prints "interrupted: -1 EINTR", or exits 1 if the call went on waiting.
+#include "tests/e2e/programs/interrupted_wait.hpp"
+
 #include <rdma/rdma_cma.h>
 
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <csignal>
 #include <cstring>
 #include <poll.h>
 #include <string>
-#include <sys/time.h>
-#include <unistd.h>
 
 namespace {
-volatile std::sig_atomic_t alarms = 0;
-
-void on_alarm(int) {
-    // The first alarm should have ended the wait; one that swallowed it is still blocked at the
-    // second, a second later.
-    alarms = alarms + 1;
-    if (alarms < 2) return;
-    static const char stuck[] = "rdma_get_cm_event went on waiting after a signal interrupted it\n";
-    [[maybe_unused]] const auto written = ::write(STDOUT_FILENO, stuck, sizeof stuck - 1);
-    ::_exit(1);
-}
-
-// rdma_get_cm_event on a channel with nothing to come, an interval timer 50 ms away whose
-// handler is installed without SA_RESTART.
+// rdma_get_cm_event on a channel with nothing to come, interrupted by a signal.
 void check_interrupted(rdma_event_channel* channel) {
-    struct sigaction action {};
-    action.sa_handler = on_alarm;
-    ::sigaction(SIGALRM, &action, nullptr);
-    itimerval timer{};
-    timer.it_value.tv_usec = 50'000;
-    timer.it_interval.tv_sec = 1;
-    ::setitimer(ITIMER_REAL, &timer, nullptr);
     rdma_cm_event* event = nullptr;
-    errno = 0;
-    const int got = rdma_get_cm_event(channel, &event);
-    const int error = errno;
-    const itimerval off{};
-    ::setitimer(ITIMER_REAL, &off, nullptr);
-    std::signal(SIGALRM, SIG_DFL);
+    int error = 0;
+    const int got = rocefab::test_programs::call_interrupted([&] { return rdma_get_cm_event(channel, &event); }, error);
     if (got == -1 && error == EINTR) {
         std::printf("interrupted: -1 EINTR\n");
         return;

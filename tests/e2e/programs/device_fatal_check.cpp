@@ -15,6 +15,7 @@
 // waits as libibverbs' single read() lets it: -1 with EINTR (a handler without SA_RESTART).
 
 #include "tests/e2e/programs/connect_qp.hpp"
+#include "tests/e2e/programs/interrupted_wait.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -52,33 +53,10 @@ std::int64_t realtime_ns() {
     return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-volatile std::sig_atomic_t alarms = 0;
-
-void on_alarm(int) {
-    // The first alarm should have ended the wait; a wait that swallows it is still blocked at
-    // the second, a second later.
-    alarms = alarms + 1;
-    if (alarms < 2) return;
-    static const char stuck[] = "FAILED: the wait went on after a signal interrupted it\n";
-    [[maybe_unused]] const auto written = ::write(STDOUT_FILENO, stuck, sizeof stuck - 1);
-    ::_exit(1);
-}
-
-// Calls `wait` with an interval timer 50 ms away, its handler installed without SA_RESTART.
+// Calls `wait` under a signal (interrupted_wait.hpp) and checks it returned -1 with EINTR.
 template <typename Wait> void check_interrupted(const std::string& verb, Wait wait) {
-    struct sigaction action {};
-    action.sa_handler = on_alarm;
-    ::sigaction(SIGALRM, &action, nullptr);
-    alarms = 0;
-    itimerval timer{};
-    timer.it_value.tv_usec = 50'000;
-    timer.it_interval.tv_sec = 1;
-    ::setitimer(ITIMER_REAL, &timer, nullptr);
-    errno = 0;
-    const int got = wait();
-    const int error = errno;
-    const itimerval off{};
-    ::setitimer(ITIMER_REAL, &off, nullptr);
+    int error = 0;
+    const int got = rocefab::test_programs::call_interrupted(wait, error);
     check(got == -1 && error == EINTR, verb + " interrupted by a signal returns -1 with EINTR (got " +
                                            std::to_string(got) + ", " + std::strerror(error) + ")");
 }
