@@ -25,11 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <csignal>
 #include <ctime>
 #include <string>
-#include <sys/time.h>
-#include <unistd.h>
 #include <vector>
 
 namespace {
