@@ -546,6 +546,14 @@ int nic_node::destroy_qp(std::uint32_t context, std::uint32_t handle) {
     return 0;
 }
 
+std::optional<nic_node::send_state> nic_node::send_progress(std::uint32_t qpn, sim_time now) const {
+    const queue_pair* qp = find_qp_by_number(qpn);
+    if (!qp) return std::nullopt;
+    dcqcn_rate rate = *qp->rate; // as queue_pairs() does: reading must not move the QP
+    rate.advance(now);
+    return send_state{qp->requester.next_psn, rate.current_rate_bps()};
+}
+
 const queue_pair* nic_node::find_qp_by_number(std::uint32_t qpn) const {
     auto it = _qps_by_number.find(qpn);
     return it == _qps_by_number.end() ? nullptr : it->second;

@@ -30,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -98,6 +99,14 @@ public:
         std::uint32_t send_cq_produced, send_cq_consumed, recv_cq_produced, recv_cq_consumed;
     };
     std::vector<qp_view> queue_pairs(sim_time now) const;
+    // What the simulator's recorder samples of a sending QP every sample interval, as
+    // queue_pairs() shows it, without the rest: its next PSN and its DCQCN rate at `now`.
+    // Empty when no QP has the number.
+    struct send_state {
+        std::uint32_t next_psn;
+        double current_rate_bps;
+    };
+    std::optional<send_state> send_progress(std::uint32_t qpn, sim_time now) const;
 
     // When received PFC lets `priority` send again (<= now: not paused).
     sim_time paused_until(std::uint8_t priority) const override { return _pauses.until(priority & 7); }

@@ -2,6 +2,7 @@
 
 #include "dataplane/eal.hpp"
 #include "dataplane/wire/bth.hpp"
+#include "sim/decimal_text.hpp"
 
 #include <algorithm>
 #include <array>
@@ -20,20 +21,13 @@ namespace {
 
 constexpr std::uint32_t framing_per_packet = 82; // Ethernet, IPv4, UDP, BTH, ICRC, FCS, preamble, gap
 
-// What printf's "%.3f" writes: std::to_chars with a precision is specified to give printf's
-// text in the "C" locale, without parsing a format. The recorder writes thousands of numbers a
-// sample; through snprintf that was 9 % of the simulation loop's instructions (16:1 incast).
-// Cut at 31 characters as the 32-byte snprintf before it was (no value of a sample is that long).
-std::string format_fixed3(double value) {
-    char text[400]; // room for any double in fixed notation
-    const auto [end, error] = std::to_chars(text, text + sizeof text, value, std::chars_format::fixed, 3);
-    if (error != std::errc{}) return {};
-    return {text, std::min<std::size_t>(static_cast<std::size_t>(end - text), 31)};
+double microseconds_of(sim_time t) { return static_cast<double>(t) / 1000.0; }
+
+std::string format_us(sim_time t) {
+    std::string text;
+    append_fixed3(text, microseconds_of(t));
+    return text;
 }
-
-std::string format_us(sim_time t) { return format_fixed3(static_cast<double>(t) / 1000.0); }
-
-std::string format_gbps(double bps) { return format_fixed3(bps / 1e9); }
 
 } // namespace
 
@@ -56,7 +50,8 @@ public:
         const auto& flows = _sim.traffic().flows();
         if (_queues_header.empty()) start_tables();
 
-        std::string row = format_us(now);
+        // Straight onto the tables: a row is a few numbers per port and per flow, every sample.
+        append_fixed3(_queues, microseconds_of(now));
         std::size_t column = 0;
         for (const auto& sw : switches)
             for (std::uint16_t p = 0; p < sw->port_count(); ++p, ++column) {
@@ -64,30 +59,33 @@ public:
                 for (std::uint8_t tc = 0; tc < switch_emu::traffic_class_count; ++tc)
                     bytes += sw->queue_depth_bytes(p, tc);
                 if (bytes) _queue_used[column] = true;
-                row += "," + std::to_string(bytes);
+                _queues += ',';
+                append_decimal(_queues, bytes);
             }
-        _queues += row + "\n";
+        _queues += '\n';
 
-        row = format_us(now);
+        append_fixed3(_flows, microseconds_of(now));
         for (std::size_t i = 0; i < flows.size(); ++i) {
             const auto& f = flows[i];
             double rate = 0;
             std::uint32_t sent = _sent_psn[i];
             if (f.finished == never || f.finished == now) {
-                for (const auto& q : f.sender->queue_pairs(now))
-                    if (q.qpn == f.sender_qpn) {
-                        rate = f.spec->start <= now ? q.current_rate_bps : 0;
-                        sent = q.sq_psn;
-                    }
+                if (const auto progress = f.sender->send_progress(f.sender_qpn, now)) {
+                    rate = f.spec->start <= now ? progress->current_rate_bps : 0;
+                    sent = progress->next_psn;
+                }
             }
             const auto packets = static_cast<std::uint64_t>(std::max(0, wire::psn_diff(sent, _sent_psn[i])));
             _sent_psn[i] = sent;
             const double sent_rate = _last_sample == never ? 0
                                                            : static_cast<double>(packets * f.payload_per_packet) * 8e9 /
                                                                  static_cast<double>(now - _last_sample);
-            row += "," + format_gbps(rate) + "," + format_gbps(sent_rate);
+            _flows += ',';
+            append_fixed3(_flows, rate / 1e9);
+            _flows += ',';
+            append_fixed3(_flows, sent_rate / 1e9);
         }
-        _flows += row + "\n";
+        _flows += '\n';
 
         using switch_emu::port_counter;
         std::uint64_t ecn = 0, pauses = 0, cnp_sent = 0, cnp_handled = 0, nic_pauses = 0;
@@ -106,10 +104,13 @@ public:
             cnp_handled += n->counters().rp_cnp_handled;
             for (std::uint64_t c : n->counters().rx_prio_pause) nic_pauses += c;
         }
-        _counters += format_us(now) + "," + std::to_string(ecn) + "," + std::to_string(cnp_sent) + "," +
-                     std::to_string(cnp_handled) + "," + std::to_string(pauses) + "," + std::to_string(nic_pauses);
-        for (std::uint64_t d : drops) _counters += "," + std::to_string(d);
-        _counters += "\n";
+        append_fixed3(_counters, microseconds_of(now));
+        for (std::uint64_t c :
+             {ecn, cnp_sent, cnp_handled, pauses, nic_pauses, drops[0], drops[1], drops[2], drops[3]}) {
+            _counters += ',';
+            append_decimal(_counters, c);
+        }
+        _counters += '\n';
         _last_sample = now;
     }
 

@@ -120,6 +120,24 @@ TEST_F(dcqcn_nics, the_rate_climbs_back_by_timer_alone_slowly_and_faster_while_s
     EXPECT_TRUE(sent.rate_limited); // ConnectX's defaults take far longer to reach 100 Gb/s
 }
 
+// What `rocefab sim` samples of a sending QP (send_progress) is what queue_pairs() shows of it:
+// the rate brought up to the time asked, without moving the QP, and the next PSN.
+TEST_F(dcqcn_nics, the_sampled_send_progress_is_the_queue_pair_view) {
+    connect({.mtu = IBV_MTU_4096});
+    send_one_mebibyte(1);
+    run_for(microseconds(5));
+    const auto view = h1.nic->queue_pairs(now())[0];
+    for (const sim_time later : {now(), now() + microseconds(300), now() + milliseconds(1)}) {
+        const auto progress = h1.nic->send_progress(view.qpn, later);
+        ASSERT_TRUE(progress.has_value());
+        EXPECT_EQ(progress->next_psn, view.sq_psn);
+        EXPECT_EQ(progress->current_rate_bps, h1.nic->queue_pairs(later)[0].current_rate_bps);
+    }
+    EXPECT_GT(h1.nic->send_progress(view.qpn, now() + milliseconds(1))->current_rate_bps, view.current_rate_bps);
+    EXPECT_EQ(h1.nic->send_progress(view.qpn, now())->current_rate_bps, view.current_rate_bps); // nothing moved
+    EXPECT_FALSE(h1.nic->send_progress(view.qpn + 1, now()).has_value());
+}
+
 // Trusting PCP (`trust: l2`), every frame carries a priority tag, and a CNP goes with
 // cnp_802p_prio whatever priority the data it answers had.
 class dcqcn_nics_trusting_pcp : public dcqcn_nics {
