@@ -11,8 +11,13 @@ namespace rocefab {
 realtime_driver::realtime_driver(wiring& w, const backoff_policy& policy) : _wiring(w), _policy(policy) {}
 
 bool realtime_driver::run_once() {
-    const sim_time now = _clock.now();
-    bool worked = _mailbox.run_pending();
+    const sim_time clock = _clock.now();
+    const sim_time now =
+        clock - _previous > catch_up_policy{}.max_step ? iteration_time(clock, _previous, next_event()) : clock;
+    _previous = now;
+    // Control-path closures run at the clock (they read driver().now()): not while catching up,
+    // so that no node sees its time go back by more than it did before there were steps.
+    bool worked = now == clock && _mailbox.run_pending();
     for (std::size_t i = 0; i < _wiring.link_count(); ++i) {
         link& l = _wiring.link_at(static_cast<link_id>(i));
         const link_endpoint to = l.to();
@@ -25,6 +30,10 @@ bool realtime_driver::run_once() {
     }
     for (std::size_t i = 0; i < _wiring.node_count(); ++i) worked |= _wiring.node_at(static_cast<node_id>(i)).poll(now);
     _iterations.store(_iterations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (now < clock) {
+        _catch_up_steps.store(_catch_up_steps.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return true; // still behind: no back-off until caught up
+    }
     return worked;
 }
 
@@ -43,6 +52,7 @@ void realtime_driver::run(const std::atomic<bool>& stop) {
     const int saved_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     _clock.restart();
+    _previous = 0;
     idle_backoff backoff(_policy);
     while (!stop.load(std::memory_order_acquire)) {
         if (run_once()) {

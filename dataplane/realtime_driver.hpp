@@ -10,6 +10,7 @@
 #include "dataplane/time.hpp"
 #include "dataplane/wiring.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -58,6 +59,32 @@ private:
     sim_time _next_sleep;
 };
 
+// When an iteration comes later than the one before by more than a step (the thread did not
+// run: on a machine with fewer cores than busy programs the scheduler takes it off its CPU for
+// milliseconds), the time it missed is gone through in steps, as a switch and NICs that never
+// stop would have lived it. Handing everything over at once at the late time would let effects
+// overtake their causes: a NIC whose PFC pause ran out during the gap sends again before the
+// switch's refresh of the pause (due at half the pause, inside the gap) reaches it, and the
+// switch's headroom, sized for the cable, overflows.
+struct catch_up_policy {
+    // At most this much time an iteration; below half the shortest PFC pause a port can ask
+    // (0xffff quanta at 400G: 84 µs) with room to spare.
+    sim_time max_step = microseconds(20);
+    // A gap longer than this (a stopped process, a suspended machine) is gone through only for
+    // its last max_behind; what came before is handed over late, as it would be without steps.
+    sim_time max_behind = milliseconds(100);
+};
+
+// The time of the next iteration, pure so it can be tested without a clock: `clock` is now,
+// `previous` the time of the iteration before, `next_event` the earliest arrival or deadline
+// (`never` if none). Time with nothing due is skipped in one go.
+inline sim_time iteration_time(sim_time clock, sim_time previous, sim_time next_event,
+                               const catch_up_policy& policy = {}) {
+    if (clock - previous <= policy.max_step) return clock;
+    const sim_time from = std::max(previous, clock - policy.max_behind);
+    return std::min(clock, std::max(from + policy.max_step, next_event));
+}
+
 class realtime_driver {
 public:
     // Per-iteration budget per link, so one busy link cannot starve the others.
@@ -70,7 +97,8 @@ public:
     // a sleep short (otherwise it returns within max_sleep).
     void run(const std::atomic<bool>& stop);
 
-    // One iteration at the current time; returns whether it did work.
+    // One iteration at the current time, or when the loop has fallen behind, at the next step
+    // of the time it missed (iteration_time); returns whether it did work or is still behind.
     bool run_once();
 
     // Time since run() started (or construction).
@@ -81,6 +109,8 @@ public:
     // Readable from any thread.
     std::uint64_t iterations() const { return _iterations.load(std::memory_order_relaxed); }
     std::uint64_t sleeps() const { return _sleeps.load(std::memory_order_relaxed); }
+    // Iterations that ran behind the clock, going through time the loop had missed.
+    std::uint64_t catch_up_steps() const { return _catch_up_steps.load(std::memory_order_relaxed); }
 
 private:
     sim_time next_event();
@@ -91,6 +121,8 @@ private:
     mailbox _mailbox;
     std::atomic<std::uint64_t> _iterations{0};
     std::atomic<std::uint64_t> _sleeps{0};
+    std::atomic<std::uint64_t> _catch_up_steps{0};
+    sim_time _previous = 0; // the time of the last iteration
 };
 
 } // namespace rocefab

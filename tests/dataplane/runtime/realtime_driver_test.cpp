@@ -73,6 +73,53 @@ TEST(idle_backoff_test, imminent_event_is_waited_for_by_spinning_and_sleep_ends_
     EXPECT_EQ(b.on_idle(1'000'000, 1'000'000 + microseconds(30)), microseconds(30));
 }
 
+// --- catching up after the thread did not run ---
+
+TEST(catch_up_test, an_iteration_on_time_runs_at_the_clock) {
+    EXPECT_EQ(iteration_time(1'000'000, 1'000'000 - microseconds(20), 0), 1'000'000);
+    EXPECT_EQ(iteration_time(1'000'000, 1'000'000, never), 1'000'000);
+}
+
+TEST(catch_up_test, a_late_iteration_steps_through_what_was_due_and_skips_what_was_not) {
+    const sim_time previous = milliseconds(1);
+    const sim_time clock = milliseconds(6);                                            // 5 ms off the CPU
+    EXPECT_EQ(iteration_time(clock, previous, previous), previous + microseconds(20)); // work was due
+    EXPECT_EQ(iteration_time(clock, previous, previous + microseconds(5)), previous + microseconds(20));
+    EXPECT_EQ(iteration_time(clock, previous, milliseconds(3)), milliseconds(3)); // nothing due before 3 ms
+    EXPECT_EQ(iteration_time(clock, previous, never), clock);                     // nothing due at all
+    EXPECT_EQ(iteration_time(clock, previous, milliseconds(7)), clock);
+}
+
+TEST(catch_up_test, only_the_last_max_behind_of_a_long_gap_is_stepped_through) {
+    const catch_up_policy policy{.max_step = microseconds(20), .max_behind = milliseconds(100)};
+    EXPECT_EQ(iteration_time(seconds(10), 0, 0, policy), seconds(10) - milliseconds(100) + microseconds(20));
+    EXPECT_EQ(iteration_time(seconds(10), 0, seconds(1), policy), seconds(10) - milliseconds(100) + microseconds(20));
+}
+
+// The loop fell 5 ms behind with a frame due 1 ms into the gap: the frame is handed over and its
+// receiver polled at about 1 ms, not at the end of the gap, and the loop says it is still busy
+// until it has caught up.
+TEST(realtime_driver_test, after_a_stall_frames_arrive_in_the_time_they_were_due) {
+    ASSERT_NE(test_pool(), nullptr);
+    probe_node a("a", 1), b("b", 1);
+    wiring w;
+    const node_id ia = w.add_node(a), ib = w.add_node(b);
+    w.connect(ia, 0, ib, 0, {.speed_bps = 0, .propagation_delay = milliseconds(1), .mtu = 1500});
+    w.attach_all(test_pool());
+    realtime_driver driver(w);
+    driver.run_once();
+    const sim_time sent = driver.now();
+    a.send(0, make_pattern_frame(100, 7), sent); // arrives at sent + 1 ms
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (b.receptions().empty()) ASSERT_TRUE(driver.run_once()); // stepping: busy until caught up
+    const sim_time handed_over = b.poll_times().back();
+    EXPECT_GE(handed_over, sent + milliseconds(1));
+    EXPECT_LE(handed_over, sent + milliseconds(1) + microseconds(20));
+    EXPECT_GT(driver.catch_up_steps(), 0u);
+    while (driver.now() - b.poll_times().back() > microseconds(20)) driver.run_once(); // the rest at once
+    EXPECT_GE(b.poll_times().back(), sent + milliseconds(5));
+}
+
 // --- the mailbox ---
 
 TEST(mailbox_test, posted_closures_run_in_order_on_the_draining_thread) {
