@@ -12,8 +12,9 @@ realtime_driver::realtime_driver(wiring& w, const backoff_policy& policy) : _wir
 
 bool realtime_driver::run_once() {
     const sim_time clock = _clock.now();
+    // On time, the clock; late, the next step (iteration_time), which needs the next event: a scan.
     const sim_time now =
-        clock - _previous > catch_up_policy{}.max_step ? iteration_time(clock, _previous, next_event()) : clock;
+        clock - _previous > _catch_up.max_step ? iteration_time(clock, _previous, next_event(), _catch_up) : clock;
     _previous = now;
     // Control-path closures run at the clock (they read driver().now()): not while catching up,
     // so that no node sees its time go back by more than it did before there were steps.

@@ -122,6 +122,7 @@ private:
     std::atomic<std::uint64_t> _iterations{0};
     std::atomic<std::uint64_t> _sleeps{0};
     std::atomic<std::uint64_t> _catch_up_steps{0};
+    catch_up_policy _catch_up;
     sim_time _previous = 0; // the time of the last iteration
 };
 

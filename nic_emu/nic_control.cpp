@@ -236,8 +236,7 @@ std::vector<nic_node::qp_view> nic_node::queue_pairs(sim_time now) const {
         v.timer_armed = qp->completer.retransmit_deadline != never;
         v.waiting_rnr = now < qp->requester.rnr_wait_until;
         v.responses_pending = qp->responder.deferred_ack || _responder.responses_pending(*qp);
-        dcqcn_rate rate = *qp->rate; // brought up to now on a copy: reading must not move the QP
-        rate.advance(now);
+        const dcqcn_rate rate = rate_at(*qp, now);
         v.rate_limited = rate.limited();
         v.current_rate_bps = rate.current_rate_bps();
         v.target_rate_bps = rate.target_rate_bps();
@@ -549,9 +548,13 @@ int nic_node::destroy_qp(std::uint32_t context, std::uint32_t handle) {
 std::optional<nic_node::send_state> nic_node::send_progress(std::uint32_t qpn, sim_time now) const {
     const queue_pair* qp = find_qp_by_number(qpn);
     if (!qp) return std::nullopt;
-    dcqcn_rate rate = *qp->rate; // as queue_pairs() does: reading must not move the QP
+    return send_state{qp->requester.next_psn, rate_at(*qp, now).current_rate_bps()};
+}
+
+dcqcn_rate nic_node::rate_at(const queue_pair& qp, sim_time now) {
+    dcqcn_rate rate = *qp.rate; // brought up to now on a copy: reading must not move the QP
     rate.advance(now);
-    return send_state{qp->requester.next_psn, rate.current_rate_bps()};
+    return rate;
 }
 
 const queue_pair* nic_node::find_qp_by_number(std::uint32_t qpn) const {

@@ -170,6 +170,9 @@ public:
     void set_next_qpn_for_test(std::uint32_t qpn) { _next_qpn = qpn & wire::mask24; }
 
 private:
+    // The QP's DCQCN rate brought up to `now`, for what reads it (queue_pairs(), send_progress()).
+    static dcqcn_rate rate_at(const queue_pair& qp, sim_time now);
+
     // -- transport_port: what the engines ask of the NIC (transport_context.hpp) ---------------
     // completions and async events (nic_node.cpp)
     bool post_completion(completion_queue& cq, const hw::cqe& entry, bool solicited) override;

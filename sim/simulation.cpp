@@ -231,13 +231,12 @@ std::string simulation::write_csv() const {
         const sim_time ideal = ideal_completion(*f.spec);
         const bool done = f.finished != never && !f.failed;
         const sim_time taken = done ? f.finished - f.spec->start : 0;
-        char slowdown[32];
-        std::snprintf(slowdown, sizeof slowdown, "%.3f",
-                      done ? static_cast<double>(taken) / static_cast<double>(ideal) : 0.0);
+        std::string slowdown;
+        if (done) append_fixed3(slowdown, static_cast<double>(taken) / static_cast<double>(ideal));
         fct += f.spec->name + "," + _scenario.topology.hosts[f.spec->source].name + "," +
                _scenario.topology.hosts[f.spec->destination].name + "," + std::to_string(f.spec->bytes) + "," +
                format_us(f.spec->start) + "," + (done ? format_us(f.finished) : "") + "," +
-               (done ? format_us(taken) : "") + "," + format_us(ideal) + "," + (done ? slowdown : "") + "," +
+               (done ? format_us(taken) : "") + "," + format_us(ideal) + "," + slowdown + "," +
                (f.failed ? "failed"
                 : done   ? "completed"
                          : "unfinished") +
