@@ -398,6 +398,12 @@ nlohmann::json fabric::counters() {
                          {"faults", faults_json(s.faults[l])}});
     }
     out["links"] = std::move(links);
+    // The loop's own counters are atomics, read from here. catch_up_steps moves only when the
+    // loop was kept off its CPU long enough to miss time (realtime_driver.hpp).
+    out["dataplane"] = {{"cpu", _dataplane_cpu},
+                        {"iterations", _driver->iterations()},
+                        {"sleeps", _driver->sleeps()},
+                        {"catch_up_steps", _driver->catch_up_steps()}};
     return out;
 }
 

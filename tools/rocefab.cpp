@@ -344,6 +344,12 @@ void print_rdma_cm(const json& cm) {
 
 void print_counters(const json& counters) {
     std::printf("fabric %s\n", counters.value("fabric", std::string()).c_str());
+    if (counters.contains("dataplane")) {
+        const json& loop = counters["dataplane"];
+        std::printf("data plane: %llu iterations, %llu sleeps, %llu catch-up steps (time gone through late, "
+                    "after the loop was off its CPU)\n",
+                    number(loop, "iterations"), number(loop, "sleeps"), number(loop, "catch_up_steps"));
+    }
     for (const auto& sw : counters["switches"]) {
         const json& buffer = sw["buffer"];
         std::printf("\nswitch %s: buffer %llu of %llu bytes in use, peak %llu", sw["name"].get<std::string>().c_str(),

@@ -242,6 +242,10 @@ TEST(daemon_fabric, shows_a_cable_the_file_says_is_down_down_both_ways_until_it_
     EXPECT_EQ(state["up"], true);
     const nlohmann::json after = daemon.counters()["links"];
     for (const auto& l : after) EXPECT_EQ(l["up"], true) << l["link"];
+    // The data-plane loop has not run: show says so rather than leaving its counters out.
+    const nlohmann::json loop = daemon.counters()["dataplane"];
+    EXPECT_EQ(loop["iterations"], 0u);
+    EXPECT_EQ(loop["catch_up_steps"], 0u);
 }
 
 } // namespace

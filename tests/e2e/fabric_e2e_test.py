@@ -300,12 +300,21 @@ class idle_fabric(fabric_case):
             return int(fields[11]) + int(fields[12])  # utime + stime
 
         time.sleep(0.5)
+        loop_before = self.counters()["dataplane"]
         before = cpu_ticks()
         time.sleep(3)
         used = (cpu_ticks() - before) / os.sysconf("SC_CLK_TCK") / 3
         # A poll-mode data plane would use a whole core (1.0); sleeping on its doorbell, it
         # uses about 1 %. The bound leaves room for a loaded CI machine.
         self.assertLess(used, 0.10)
+        # `rocefab show` reports the loop's own counters: it went on and slept between looks.
+        loop_after = self.counters()["dataplane"]
+        self.assertGreater(loop_after["iterations"], loop_before["iterations"])
+        self.assertGreater(loop_after["sleeps"], loop_before["sleeps"])
+        self.assertGreaterEqual(loop_after["catch_up_steps"], loop_before["catch_up_steps"])
+        text = self.rocefab("show", "--fabric", self.name)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertRegex(text.stdout, r"data plane: \d+ iterations, \d+ sleeps, \d+ catch-up steps")
 
 
 class command_line_errors(unittest.TestCase):
