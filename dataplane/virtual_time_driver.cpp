@@ -330,6 +330,12 @@ void virtual_time_driver::run_until(sim_time end) {
     if (end > _now) _now = end;
 }
 
+void virtual_time_driver::continue_until(sim_time end) {
+    if (_calendar.capacity() != _wiring.node_count() + _wiring.link_count()) resync(); // the wiring grew
+    while (process_next(end)) {}
+    if (end > _now) _now = end;
+}
+
 bool virtual_time_driver::run_until_idle(sim_time limit) {
     resync();
     while (process_next(limit)) {}

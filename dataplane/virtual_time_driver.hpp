@@ -84,6 +84,10 @@ public:
 
     // Processes every event up to and including `end`, then sets now() to `end`.
     void run_until(sim_time end);
+    // The same, for a caller that has changed no node and no link since the last run: carries
+    // on from the calendar as that run left it, where run_until first asks every node and link
+    // again (a cost that grows with the fabric, not with its traffic).
+    void continue_until(sim_time end);
 
     // Processes events until none is pending (returns true; now() is the last event's time)
     // or the next one would be after `limit` (returns false; now() is `limit`).

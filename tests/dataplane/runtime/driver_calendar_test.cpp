@@ -176,8 +176,10 @@ struct chaos_result {
 
 // A fabric of `nodes` chaos nodes in a ring plus chords, links of a few kinds (zero-time among
 // them unless `delayed`), partners coupled in pairs, and with `census` a node observing the rest.
-// Returns the trace of one run.
-chaos_result chaos_fabric(std::uint64_t seed, driven_by driver_kind, bool declare_coupling, bool delayed, bool census) {
+// Returns the trace of one run. Delayed, it runs in pieces, each after the first by
+// continue_until when `continuing`.
+chaos_result chaos_fabric(std::uint64_t seed, driven_by driver_kind, bool declare_coupling, bool delayed, bool census,
+                          bool continuing = false) {
     constexpr std::uint32_t nodes = 9;
     constexpr std::uint16_t ports = 3;
     chaos_result result;
@@ -223,7 +225,11 @@ chaos_result chaos_fabric(std::uint64_t seed, driven_by driver_kind, bool declar
         driver.set_run_ahead(driver_kind == driven_by::running_ahead);
         result.lookahead = driver.lookahead();
         if (delayed) // in pieces, as the simulator runs it: a window never reaches past a run's end
-            for (sim_time end = 0; end <= milliseconds(10); end += 7'777) driver.run_until(end);
+            for (sim_time end = 0; end <= milliseconds(10); end += 7'777)
+                if (continuing && end > 0)
+                    driver.continue_until(end);
+                else
+                    driver.run_until(end);
         else
             driver.run_until_idle(milliseconds(10));
     }
@@ -311,6 +317,24 @@ TEST_F(driver_calendar_test, running_ahead_without_a_declared_coupling_shows) {
     EXPECT_TRUE(any_differs);
 }
 
+TEST_F(driver_calendar_test, continuing_gives_the_same_trace_as_asking_every_node_again) {
+    // The simulator changes no node between its runs, so it carries on from the calendar: the
+    // same events in the same order, interleaving included, with and without running ahead.
+    for (const driven_by kind : {driven_by::calendar, driven_by::running_ahead})
+        for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+            const chaos_result asked = chaos_fabric(seed, kind, true, true, true);
+            const chaos_result continued = chaos_fabric(seed, kind, true, true, true, true);
+            ASSERT_GT(asked.trace.size(), 1000u) << "seed " << seed << ": too little happened to compare";
+            ASSERT_EQ(continued.trace.size(), asked.trace.size()) << "seed " << seed;
+            for (std::size_t k = 0; k < asked.trace.size(); ++k)
+                ASSERT_EQ(continued.trace[k], asked.trace[k])
+                    << "seed " << seed << ", event " << k << ": " << continued.trace[k].kind << " node "
+                    << continued.trace[k].node << " at " << continued.trace[k].time << ", expected "
+                    << asked.trace[k].kind << " node " << asked.trace[k].node << " at " << asked.trace[k].time;
+            EXPECT_EQ(continued.census, asked.census) << "seed " << seed;
+        }
+}
+
 TEST_F(driver_calendar_test, running_ahead_needs_every_link_to_take_time) {
     const chaos_result r = chaos_fabric(1, driven_by::running_ahead, true, false, false);
     EXPECT_EQ(r.lookahead, 0); // a zero-time link: served instant by instant
@@ -344,6 +368,21 @@ TEST_F(driver_calendar_test, a_deadline_set_from_outside_between_runs_is_seen) {
     w.add_node(b);
     w.attach_all(test_pool());
     driver.run_until(microseconds(100));
+    EXPECT_EQ(b.poll_times(), (std::vector<sim_time>{microseconds(20)}));
+    EXPECT_EQ(a.poll_times(), (std::vector<sim_time>{microseconds(50)}));
+}
+
+TEST_F(driver_calendar_test, continuing_still_sees_a_node_added_between_runs) {
+    probe_node a("a", 1, {microseconds(50)});
+    wiring w;
+    w.add_node(a);
+    w.attach_all(test_pool());
+    virtual_time_driver driver(w);
+    driver.run_until(microseconds(10));
+    probe_node b("b", 1, {microseconds(20)});
+    w.add_node(b);
+    w.attach_all(test_pool());
+    driver.continue_until(microseconds(100)); // the wiring grew: asks every node after all
     EXPECT_EQ(b.poll_times(), (std::vector<sim_time>{microseconds(20)}));
     EXPECT_EQ(a.poll_times(), (std::vector<sim_time>{microseconds(50)}));
 }
