@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -69,6 +70,8 @@ std::pair<std::size_t, std::size_t> icrc_protected_range(std::span<const std::ui
 
 link::link(std::string name, link_endpoint from, link_endpoint to, const link_model& model)
     : _name(std::move(name)), _from(from), _to(to), _model(model), _max_frame_bytes(model.mtu + l2_header_allowance) {
+    static_assert(offsetof(link, _faults_active) < offsetof(link, _busy_until) + 64,
+                  "transmit()'s fields no longer fit one cache line");
     if (model.queue_frames == 0) throw std::invalid_argument("link " + _name + ": queue_frames must be > 0");
     const std::string ring_name = next_ring_name();
     _ring = rte_ring_create(ring_name.c_str(), model.queue_frames, SOCKET_ID_ANY,
@@ -81,6 +84,8 @@ link::link(std::string name, link_endpoint from, link_endpoint to, const link_mo
         rte_ring_free(_ring);
         throw std::runtime_error("link " + _name + ": cannot create ring: " + rte_strerror(rte_errno));
     }
+    _arrivals = _ring;
+    _held_arrivals = _held;
     set_faults(model.faults);
 }
 
@@ -221,7 +226,7 @@ link_counters link::counters() const {
 bool link::fill_head() {
     if (_head) return true;
     void* m = nullptr;
-    if (rte_ring_sc_dequeue(_ring, &m) != 0) return false;
+    if (rte_ring_sc_dequeue(_arrivals, &m) != 0) return false;
     _head = static_cast<rte_mbuf*>(m);
     return true;
 }
@@ -229,7 +234,7 @@ bool link::fill_head() {
 bool link::fill_held_head() {
     if (_held_head) return true;
     void* m = nullptr;
-    if (rte_ring_sc_dequeue(_held, &m) != 0) return false;
+    if (rte_ring_sc_dequeue(_held_arrivals, &m) != 0) return false;
     _held_head = static_cast<rte_mbuf*>(m);
     return true;
 }

@@ -242,27 +242,29 @@ private:
     void transmit_with_faults(rte_mbuf* frame, std::uint32_t length);
     void corrupt_or_drop(rte_mbuf*& frame);
 
+    // Set once at construction, read by both sides.
     std::string _name;
     link_endpoint _from;
     link_endpoint _to;
     link_model _model;
-    std::uint32_t _max_frame_bytes;
-    rte_ring* _ring = nullptr;
     rte_ring* _held = nullptr; // frames held back for reordering
 
-    // Sending side.
+    // Sending side: what every transmit() reads and writes, in one cache line.
     alignas(64) sim_time _busy_until = 0;
+    rte_ring* _ring = nullptr;
     frame_tap* _tap = nullptr;
     arrival_listener* _listener = nullptr;
-    link_id _listener_id = 0;
-    std::atomic<bool> _up{true};
     std::atomic<std::uint64_t> _tx_frames{0};
     std::atomic<std::uint64_t> _tx_bytes{0};
+    link_id _listener_id = 0;
+    std::uint32_t _max_frame_bytes;
+    std::atomic<bool> _up{true};
+    bool _faults_active = false;
+    // ... and what only drops and faults touch.
     std::atomic<std::uint64_t> _drops_link_down{0};
     std::atomic<std::uint64_t> _drops_mtu{0};
     std::atomic<std::uint64_t> _drops_queue_full{0};
     link_faults _faults;
-    bool _faults_active = false;
     fault_rng _rng;
     sim_time _last_held_arrival = 0;
     std::atomic<std::uint64_t> _drops_loss{0};
@@ -271,10 +273,13 @@ private:
     std::atomic<std::uint64_t> _frames_reordered{0};
     std::atomic<std::uint64_t> _duplicate_alloc_failures{0};
 
-    // Receiving side: the ring's head, taken out so it can be peeked without DPDK's
-    // experimental peek API.
+    // Receiving side: the rings' heads, taken out so they can be peeked without DPDK's
+    // experimental peek API, and its own copy of the ring pointers (the same rings), so that
+    // neither side reads a line the other writes.
     alignas(64) rte_mbuf* _head = nullptr;
     rte_mbuf* _held_head = nullptr;
+    rte_ring* _arrivals = nullptr;      // _ring
+    rte_ring* _held_arrivals = nullptr; // _held
 };
 
 } // namespace rocefab

@@ -74,8 +74,9 @@ struct nic_counters {
 #undef ROCEFAB_DECLARE
 
     // PFC received and sent per priority, and frames the receive buffer had no room for, as
-    // `ethtool -S` names them on a ConnectX.
-    std::array<std::uint64_t, 8> rx_prio_pause{};
+    // `ethtool -S` names them on a ConnectX. rx_prio_pause on a cache line of its own: `rocefab
+    // sim` sums it over every NIC at every sample.
+    alignas(64) std::array<std::uint64_t, 8> rx_prio_pause{};
     std::array<std::uint64_t, 8> rx_prio_pause_duration_us{}; // up to the latest pause frame
     std::array<std::uint64_t, 8> tx_prio_pause{};
     std::array<std::uint64_t, 8> tx_prio_pause_duration_us{}; // pauses that have ended

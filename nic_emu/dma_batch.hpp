@@ -115,19 +115,21 @@ public:
     }
 
 private:
+    // The counts first, in one cache line: most looks at a batch (empty(), fits(), a flush of a
+    // few entries) read them all and only the first entries of the arrays after them.
     address_space* _memory = nullptr;
+    std::size_t _segments = 0;
+    std::size_t _frames = 0;
+    std::size_t _completions = 0;
+    std::size_t _writers_count = 0;
+    std::size_t _acks = 0;
     std::array<iovec, max_segments> _local{};
     std::array<iovec, max_segments> _remote{};
     std::array<write_origin, max_segments> _origins{};
-    std::size_t _segments = 0;
     std::array<rte_mbuf*, max_frames> _held{};
-    std::size_t _frames = 0;
     std::array<completion, max_completions> _pending{};
-    std::size_t _completions = 0;
     std::array<queue_pair*, max_segments> _writers{}; // in order of their first write, each once in a row
-    std::size_t _writers_count = 0;
     std::array<acknowledgement, max_acks> _acknowledgements{};
-    std::size_t _acks = 0;
 };
 
 } // namespace rocefab::nic

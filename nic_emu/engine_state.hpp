@@ -165,10 +165,11 @@ struct completer_record {
     // Responses that arrived past an unanswered READ/atomic (reorder_buffer.hpp): READ responses
     // and atomic ACKs are held, the furthest plain ACK waits in waiting_ack_psn, and only if the
     // missing responses are still missing at response_gap_deadline does the implied NAK ask again.
-    reorder_buffer early_responses;
+    // (The buffer last: what every look at the QP reads stays together above it.)
     sim_time response_gap_deadline = never;
     std::optional<std::uint32_t> waiting_ack_psn;
     std::uint32_t gap_evidence_psn = 0; // the furthest PSN seen past the gap
+    reorder_buffer early_responses;
 };
 
 // The responder (IBA 9.7.5.1, rxe_resp.c): where it stands in the request stream.
@@ -218,22 +219,25 @@ struct responder_record {
     // Expected PSN, MSN, and the message in progress.
     std::uint32_t expected_psn = 0;
     std::uint32_t msn = 0;
-    // Requests that arrived ahead of a gap (reorder_buffer.hpp), and when the gap, if it is still
-    // open, is reported with a sequence NAK.
-    reorder_buffer early;
+    // What every request and every look at the QP reads comes first, together; the arrays
+    // after it are read only when they hold something.
+    // When the gap before the requests in `early`, if it is still open, is reported with a
+    // sequence NAK.
     sim_time gap_deadline = never;
-    hw::recv_wqe recv_work{}; // meaningful while `receive` is not none
-    std::uint64_t recv_offset = 0;
-    std::optional<remote_write> write;
-    std::uint32_t rq_consumed = 0; // == control->recv.consumer, kept privately
-    // Responder resources for RDMA READ and atomics, oldest at rd_atomic_head.
-    std::array<responder_resource, max_responder_resources> rd_atomic{};
-    std::uint32_t rd_atomic_head = 0; // the next slot to fill
+    std::uint32_t rq_consumed = 0;    // == control->recv.consumer, kept privately
+    std::uint32_t rd_atomic_head = 0; // the next slot of rd_atomic to fill
     // One bit per slot of rd_atomic: the resources with responses still to send. The responder
     // asks at every poll and deadline of every QP; looking through the 16 slots each time was
     // a fifth of `rocefab sim`'s instructions (callgrind, 16:1 incast).
     std::uint16_t pending_slots = 0;
     std::optional<nic::deferred_ack> deferred_ack;
+    std::uint64_t recv_offset = 0;
+    std::optional<remote_write> write;
+    // Requests that arrived ahead of a gap (reorder_buffer.hpp).
+    reorder_buffer early;
+    hw::recv_wqe recv_work{}; // meaningful while `receive` is not none
+    // Responder resources for RDMA READ and atomics, oldest at rd_atomic_head.
+    std::array<responder_resource, max_responder_resources> rd_atomic{};
 };
 
 } // namespace rocefab::nic

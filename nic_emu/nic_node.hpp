@@ -261,8 +261,8 @@ private:
     // engine that sent one never re-enters receive() from inside itself.
     struct loopback_ring {
         static constexpr std::uint32_t slots = 1024; // a power of two; head/tail run freely
+        std::uint32_t head = 0, tail = 0;            // before the slots: every poll reads them, beside _rx's fields
         std::array<rte_mbuf*, slots> frames{};
-        std::uint32_t head = 0, tail = 0;
         std::uint32_t held() const { return tail - head; }
     };
     loopback_ring _loopback;

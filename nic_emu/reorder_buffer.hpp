@@ -122,8 +122,8 @@ public:
     }
 
 private:
+    std::uint32_t _count = 0; // first: held() is asked at every look at a QP, _index rarely
     std::array<std::uint16_t, max_held> _index{};
-    std::uint32_t _count = 0;
 };
 
 } // namespace rocefab::nic
