@@ -1,6 +1,7 @@
 #include "dataplane/eal.hpp"
 #include "dataplane/packet.hpp"
 
+#include <cstdio>
 #include <mutex>
 #include <sched.h>
 #include <sys/mman.h>
@@ -44,6 +45,16 @@ bool start_eal(const eal_options& options, std::string& error) {
         CPU_ZERO(&all);
         for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
         sched_setaffinity(0, sizeof all, &all);
+        // packet_meta's place in every mbuf, reserved before any driver asks for dynamic fields.
+        rte_mbuf_dynfield meta_field{};
+        std::snprintf(meta_field.name, sizeof meta_field.name, "rocefab_packet_meta");
+        meta_field.size = sizeof(packet_meta);
+        meta_field.align = alignof(packet_meta);
+        if (rte_mbuf_dynfield_register_offset(&meta_field, packet_meta_offset) !=
+            static_cast<int>(packet_meta_offset)) {
+            first_error = std::string("cannot reserve the mbuf field for packet metadata: ") + rte_strerror(rte_errno);
+            return;
+        }
         // Without the flag every frame is sealed as it is built, which is only slower.
         const rte_mbuf_dynflag deferred_icrc{"rocefab_icrc_deferred", 0};
         const int bit = rte_mbuf_dynflag_register(&deferred_icrc);
@@ -56,9 +67,8 @@ bool start_eal(const eal_options& options, std::string& error) {
 
 rte_mempool* create_packet_pool(const std::string& name, unsigned count, std::string& error, pool_pages pages) {
     constexpr unsigned cache = 256;
-    const unsigned priv = RTE_ALIGN(sizeof(packet_meta), RTE_MBUF_PRIV_ALIGN);
-    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), count, cache, static_cast<std::uint16_t>(priv),
-                                                packet_data_room, SOCKET_ID_ANY);
+    // No private area: packet_meta is in the mbuf itself (packet.hpp).
+    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), count, cache, 0, packet_data_room, SOCKET_ID_ANY);
     if (!pool) {
         error = "cannot create mempool " + name + ": " + rte_strerror(rte_errno);
         return nullptr;

@@ -1,10 +1,11 @@
-// A packet is an rte_mbuf from the fabric's mempool, with a small metadata block in the
-// mbuf's private area. Frames are whole Ethernet frames, FCS excluded (as DPDK delivers them).
+// A packet is an rte_mbuf from the fabric's mempool, with a small metadata block in the mbuf's
+// dynamic field area. Frames are whole Ethernet frames, FCS excluded (as DPDK delivers them).
 #pragma once
 
 #include "dataplane/dpdk.hpp"
 #include "dataplane/time.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -18,7 +19,16 @@ struct packet_meta {
     std::uint8_t buffer_pool = 0; // which pool of the switch buffer holds the frame (admission)
 };
 
-inline packet_meta& meta(rte_mbuf* m) { return *static_cast<packet_meta*>(rte_mbuf_to_priv(m)); }
+// Where packet_meta lives: in the mbuf's second cache line, DPDK's dynamic field area, which
+// start_eal() reserves for it ("rocefab_packet_meta"), beside `next`, which every free reads. The
+// pool's buffers have no private area, so a frame's data starts on a cache line: Ethernet to BTH
+// (and an AETH) lie on one. A frame's life then touches three lines where it touched five.
+inline constexpr std::size_t packet_meta_offset =
+    (offsetof(rte_mbuf, dynfield1) + alignof(packet_meta) - 1) / alignof(packet_meta) * alignof(packet_meta);
+static_assert(packet_meta_offset + sizeof(packet_meta) <= offsetof(rte_mbuf, dynfield1) + sizeof(rte_mbuf::dynfield1),
+              "packet_meta no longer fits the mbuf's dynamic field area");
+
+inline packet_meta& meta(rte_mbuf* m) { return *RTE_MBUF_DYNFIELD(m, packet_meta_offset, packet_meta*); }
 
 // A RoCE frame whose ICRC is not written yet (nor, over IPv6, its UDP checksum, which covers the
 // ICRC): what a ConnectX does in hardware as the frame leaves. The NICs of this fabric build each
