@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -205,6 +206,31 @@ TEST_F(link_test, metadata_crossing_the_link_is_reset_to_the_receiving_port) {
     EXPECT_EQ(meta(got).priority, 0);
     EXPECT_EQ(meta(got).traffic_class, 0);
     rte_pktmbuf_free(l.pop());
+}
+
+TEST_F(link_test, metadata_has_its_own_mbuf_field_beside_next_and_frames_start_on_a_cache_line) {
+    rte_mbuf_dynfield reserved{};
+    EXPECT_EQ(rte_mbuf_dynfield_lookup("rocefab_packet_meta", &reserved), static_cast<int>(packet_meta_offset));
+    EXPECT_EQ(reserved.size, sizeof(packet_meta));
+    // A driver that asks for a dynamic field later is given another place.
+    rte_mbuf_dynfield other{};
+    std::snprintf(other.name, sizeof other.name, "rocefab_link_test_field");
+    other.size = 8;
+    other.align = 8;
+    const int offset = rte_mbuf_dynfield_register(&other);
+    ASSERT_GE(offset, 0);
+    EXPECT_TRUE(static_cast<std::size_t>(offset) + other.size <= packet_meta_offset ||
+                static_cast<std::size_t>(offset) >= packet_meta_offset + sizeof(packet_meta))
+        << "offset " << offset;
+    rte_mbuf* m = make_pattern_frame(100);
+    const auto line_of = [m](const void* p) {
+        return (reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(m)) / RTE_CACHE_LINE_SIZE;
+    };
+    const auto* first = reinterpret_cast<const char*>(&meta(m));
+    EXPECT_EQ(line_of(first), line_of(&m->next));
+    EXPECT_EQ(line_of(first + sizeof(packet_meta) - 1), line_of(&m->next));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(rte_pktmbuf_mtod(m, void*)) % RTE_CACHE_LINE_SIZE, 0u);
+    rte_pktmbuf_free(m);
 }
 
 TEST_F(link_test, destroying_a_link_frees_frames_still_on_the_wire) {
