@@ -355,7 +355,9 @@ TEST_F(driver_calendar_test, an_observer_has_no_ports_and_no_coupling) {
     EXPECT_THROW(w.set_observer(99), std::invalid_argument);
 }
 
-TEST_F(driver_calendar_test, a_deadline_set_from_outside_between_runs_is_seen) {
+// Node a is due at 50 us; the driver runs to 10 us, node b (due at 20 us) is added, and
+// `run_on` takes the driver to 100 us. Each node must have been polled once, when due.
+template <typename RunOn> void a_node_added_between_runs_is_polled_when_due(RunOn run_on) {
     probe_node a("a", 1, {microseconds(50)});
     wiring w;
     w.add_node(a);
@@ -363,28 +365,22 @@ TEST_F(driver_calendar_test, a_deadline_set_from_outside_between_runs_is_seen) {
     virtual_time_driver driver(w);
     driver.run_until(microseconds(10));
     EXPECT_TRUE(a.poll_times().empty());
-    // What a test does between runs (post work on a NIC): the calendar asks again.
     probe_node b("b", 1, {microseconds(20)});
     w.add_node(b);
     w.attach_all(test_pool());
-    driver.run_until(microseconds(100));
+    run_on(driver, microseconds(100));
     EXPECT_EQ(b.poll_times(), (std::vector<sim_time>{microseconds(20)}));
     EXPECT_EQ(a.poll_times(), (std::vector<sim_time>{microseconds(50)}));
 }
 
+TEST_F(driver_calendar_test, a_deadline_set_from_outside_between_runs_is_seen) {
+    // What a test does between runs (post work on a NIC): the calendar asks again.
+    a_node_added_between_runs_is_polled_when_due([](virtual_time_driver& d, sim_time end) { d.run_until(end); });
+}
+
 TEST_F(driver_calendar_test, continuing_still_sees_a_node_added_between_runs) {
-    probe_node a("a", 1, {microseconds(50)});
-    wiring w;
-    w.add_node(a);
-    w.attach_all(test_pool());
-    virtual_time_driver driver(w);
-    driver.run_until(microseconds(10));
-    probe_node b("b", 1, {microseconds(20)});
-    w.add_node(b);
-    w.attach_all(test_pool());
-    driver.continue_until(microseconds(100)); // the wiring grew: asks every node after all
-    EXPECT_EQ(b.poll_times(), (std::vector<sim_time>{microseconds(20)}));
-    EXPECT_EQ(a.poll_times(), (std::vector<sim_time>{microseconds(50)}));
+    // The wiring grew: continue_until asks every node after all.
+    a_node_added_between_runs_is_polled_when_due([](virtual_time_driver& d, sim_time end) { d.continue_until(end); });
 }
 
 } // namespace
