@@ -1,7 +1,6 @@
 #include "dataplane/eal.hpp"
 #include "dataplane/packet.hpp"
 
-#include <cstdio>
 #include <mutex>
 #include <sched.h>
 #include <sys/mman.h>
@@ -46,10 +45,7 @@ bool start_eal(const eal_options& options, std::string& error) {
         for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
         sched_setaffinity(0, sizeof all, &all);
         // packet_meta's place in every mbuf, reserved before any driver asks for dynamic fields.
-        rte_mbuf_dynfield meta_field{};
-        std::snprintf(meta_field.name, sizeof meta_field.name, "rocefab_packet_meta");
-        meta_field.size = sizeof(packet_meta);
-        meta_field.align = alignof(packet_meta);
+        const rte_mbuf_dynfield meta_field{"rocefab_packet_meta", sizeof(packet_meta), alignof(packet_meta), 0};
         if (rte_mbuf_dynfield_register_offset(&meta_field, packet_meta_offset) !=
             static_cast<int>(packet_meta_offset)) {
             first_error = std::string("cannot reserve the mbuf field for packet metadata: ") + rte_strerror(rte_errno);

@@ -326,8 +326,7 @@ bool virtual_time_driver::step(sim_time limit) {
 
 void virtual_time_driver::run_until(sim_time end) {
     resync();
-    while (process_next(end)) {}
-    if (end > _now) _now = end;
+    continue_until(end);
 }
 
 void virtual_time_driver::continue_until(sim_time end) {

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -213,10 +212,7 @@ TEST_F(link_test, metadata_has_its_own_mbuf_field_beside_next_and_frames_start_o
     EXPECT_EQ(rte_mbuf_dynfield_lookup("rocefab_packet_meta", &reserved), static_cast<int>(packet_meta_offset));
     EXPECT_EQ(reserved.size, sizeof(packet_meta));
     // A driver that asks for a dynamic field later is given another place.
-    rte_mbuf_dynfield other{};
-    std::snprintf(other.name, sizeof other.name, "rocefab_link_test_field");
-    other.size = 8;
-    other.align = 8;
+    const rte_mbuf_dynfield other{"rocefab_link_test_field", 8, 8, 0};
     const int offset = rte_mbuf_dynfield_register(&other);
     ASSERT_GE(offset, 0);
     EXPECT_TRUE(static_cast<std::size_t>(offset) + other.size <= packet_meta_offset ||
