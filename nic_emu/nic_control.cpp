@@ -199,7 +199,7 @@ std::uint32_t nic_node::allocate_key(std::uint32_t handle) {
     for (;;) {
         _next_key = (_next_key + 1) & wire::mask24;
         const std::uint32_t key = _next_key << 8 | (handle & 0xff);
-        if (_next_key != 0 && !_mrs_by_lkey.count(key)) return key;
+        if (_next_key != 0 && _mrs_by_lkey.free(key)) return key;
     }
 }
 
@@ -208,7 +208,7 @@ std::uint32_t nic_node::allocate_qpn() {
     for (;;) {
         const std::uint32_t qpn = _next_qpn;
         _next_qpn = (_next_qpn + 1) & wire::mask24;
-        if (qpn > 1 && !_qps_by_number.count(qpn)) return qpn;
+        if (qpn > 1 && _qps_by_number.free(qpn)) return qpn;
     }
 }
 
@@ -296,7 +296,7 @@ void nic_node::close_context(std::uint32_t context) {
     for (auto h : handles) destroy_channel(context, h);
     handles.clear();
     for (const auto& [h, key] : _mr_handles)
-        if (_mrs_by_lkey.at(key).context == context) handles.push_back(h);
+        if (_mrs_by_lkey.find(key)->context == context) handles.push_back(h);
     for (auto h : handles) dereg_mr(context, h);
     handles.clear();
     for (const auto& [h, pd] : _pds)
@@ -317,8 +317,9 @@ int nic_node::alloc_pd(std::uint32_t context, std::uint32_t& handle) {
 int nic_node::dealloc_pd(std::uint32_t context, std::uint32_t handle) {
     auto it = _pds.find(handle);
     if (it == _pds.end() || it->second.context != context) return EINVAL;
-    for (const auto& [key, mr] : _mrs_by_lkey)
-        if (mr.pd == handle) return EBUSY;
+    bool in_use = false;
+    _mrs_by_lkey.for_each([&](const memory_region& mr) { in_use |= mr.pd == handle; });
+    if (in_use) return EBUSY;
     for (const auto& [h, qp] : _qps)
         if (qp->pd == handle) return EBUSY;
     for (const auto& [h, srq] : _srqs)
@@ -360,7 +361,7 @@ int nic_node::reg_mr(std::uint32_t context, std::uint32_t pd, std::uint64_t addr
     mr.lkey = key;
     mr.rkey = key;
     mr.memory = c->second.memory.get();
-    _mrs_by_lkey[key] = mr;
+    _mrs_by_lkey.insert(mr);
     _mr_handles[handle] = key;
     lkey = rkey = key;
     return 0;
@@ -369,7 +370,7 @@ int nic_node::reg_mr(std::uint32_t context, std::uint32_t pd, std::uint64_t addr
 int nic_node::dereg_mr(std::uint32_t context, std::uint32_t handle) {
     _responder.flush_dma();
     auto it = _mr_handles.find(handle);
-    if (it == _mr_handles.end() || _mrs_by_lkey.at(it->second).context != context) return EINVAL;
+    if (it == _mr_handles.end() || _mrs_by_lkey.find(it->second)->context != context) return EINVAL;
     _mrs_by_lkey.erase(it->second);
     _mr_handles.erase(it);
     return 0;
@@ -377,9 +378,9 @@ int nic_node::dereg_mr(std::uint32_t context, std::uint32_t handle) {
 
 const memory_region* nic_node::local_mr(std::uint32_t lkey, std::uint32_t pd, std::uint64_t address,
                                         std::uint64_t length, std::uint32_t needed_access) const {
-    auto it = _mrs_by_lkey.find(lkey);
-    if (it == _mrs_by_lkey.end()) return nullptr;
-    const memory_region& mr = it->second;
+    const memory_region* found = _mrs_by_lkey.find(lkey);
+    if (!found) return nullptr;
+    const memory_region& mr = *found;
     if (mr.pd != pd) return nullptr;
     if ((mr.access & needed_access) != needed_access) return nullptr;
     if (address < mr.address || length > mr.length || address - mr.address > mr.length - length) return nullptr;
@@ -388,9 +389,9 @@ const memory_region* nic_node::local_mr(std::uint32_t lkey, std::uint32_t pd, st
 
 const memory_region* nic_node::remote_mr(std::uint32_t rkey, std::uint32_t pd, std::uint64_t va, std::uint64_t length,
                                          std::uint32_t needed_access) const {
-    auto it = _mrs_by_lkey.find(rkey);
-    if (it == _mrs_by_lkey.end()) return nullptr;
-    const memory_region& mr = it->second;
+    const memory_region* found = _mrs_by_lkey.find(rkey);
+    if (!found) return nullptr;
+    const memory_region& mr = *found;
     if (mr.pd != pd) return nullptr;
     if ((mr.access & needed_access) != needed_access) return nullptr;
     if (va < mr.iova || length > mr.length || va - mr.iova > mr.length - length) return nullptr;
@@ -525,7 +526,7 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
         qp->mtu_bytes = mtu_bytes(qp->attr.path_mtu);
     }
     qp->completer.adaptive = adaptive_timeout::initial(qp->qpn, _spec.adaptive_timeouts);
-    _qps_by_number[qp->qpn] = qp.get();
+    _qps_by_number.insert(qp.get());
     activate(*qp);
     if (_contexts.at(context).doorbells == nullptr) qp->listing = poll_listing::always;
     _qps[qp->handle] = std::move(qp);
@@ -558,8 +559,8 @@ dcqcn_rate nic_node::rate_at(const queue_pair& qp, sim_time now) {
 }
 
 const queue_pair* nic_node::find_qp_by_number(std::uint32_t qpn) const {
-    auto it = _qps_by_number.find(qpn);
-    return it == _qps_by_number.end() ? nullptr : it->second;
+    queue_pair* const* found = _qps_by_number.find(qpn);
+    return found ? *found : nullptr;
 }
 
 int nic_node::query_qp(std::uint32_t context, std::uint32_t handle, ibv_qp_attr& attr, ibv_qp_cap& cap,

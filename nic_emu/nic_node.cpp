@@ -166,13 +166,13 @@ void nic_node::receive(std::uint16_t, rte_mbuf* frame, sim_time now) {
         rte_pktmbuf_free(frame);
         return;
     }
-    auto it = _qps_by_number.find(packet.bth_header->dest_qpn());
-    if (it == _qps_by_number.end()) {
+    queue_pair* const* found = _qps_by_number.find(packet.bth_header->dest_qpn());
+    if (!found) {
         ++_transport.counters.rx_unknown_qp;
         rte_pktmbuf_free(frame);
         return;
     }
-    queue_pair& qp = *it->second;
+    queue_pair& qp = **found;
     activate(qp);
     const wire::ib_transport transport = packet.info->transport;
     if (transport == wire::ib_transport::cnp) {

@@ -21,6 +21,7 @@
 #include "nic_emu/requester.hpp"
 #include "nic_emu/resources.hpp"
 #include "nic_emu/responder.hpp"
+#include "nic_emu/slot_table.hpp"
 #include "nic_emu/transport_context.hpp"
 
 #include <infiniband/verbs.h>
@@ -235,12 +236,24 @@ private:
     std::uint32_t _next_key = 0xff; // the first key's index is 0x100
     std::map<std::uint32_t, context_state> _contexts;
     std::map<std::uint32_t, protection_domain> _pds;
-    std::unordered_map<std::uint32_t, memory_region> _mrs_by_lkey;    // lkey == rkey here
+    // The keys' tables, as a ConnectX's mkey table: by the key's index (lkey == rkey here).
+    struct mr_slots {
+        static constexpr std::uint32_t slots = limits::max_mr;
+        static constexpr unsigned index_shift = 8;
+        static std::uint32_t number(const memory_region& mr) { return mr.lkey; }
+    };
+    slot_table<memory_region, mr_slots> _mrs_by_lkey;
     std::map<std::uint32_t, std::uint32_t> _mr_handles;               // handle -> key
     std::map<std::uint32_t, std::pair<std::uint32_t, int>> _channels; // handle -> (context, fd)
     std::map<std::uint32_t, std::unique_ptr<completion_queue>> _cqs;
     std::map<std::uint32_t, std::unique_ptr<queue_pair>> _qps; // by handle
-    std::unordered_map<std::uint32_t, queue_pair*> _qps_by_number;
+    // The QPs by number, as a ConnectX's QP context table: by the QPN's low bits.
+    struct qp_slots {
+        static constexpr std::uint32_t slots = limits::max_qp;
+        static constexpr unsigned index_shift = 0;
+        static std::uint32_t number(queue_pair* const& qp) { return qp ? qp->qpn : 0; }
+    };
+    slot_table<queue_pair*, qp_slots> _qps_by_number;
     std::unordered_map<std::uint32_t, address_handle> _ahs;               // by handle
     std::map<std::uint32_t, std::unique_ptr<shared_receive_queue>> _srqs; // by handle
     log::event_throttle _error_log;                                       // QPs and CQs a program can fail at will

@@ -122,6 +122,36 @@ TEST_F(rc_transport, write_with_a_wrong_rkey_is_a_remote_access_error_and_memory
     EXPECT_TRUE(std::all_of(h2.memory.begin(), h2.memory.begin() + 64, [](auto b) { return b == 0; }));
 }
 
+// A key is found by its index (its upper 24 bits, as mlx5's mkeys), and the index by its low
+// 16 bits. A key that shares the live region's slot must still be refused: one an index cycle
+// (2^16) away, or one whose low byte (a later registration's) differs.
+class rc_transport_wrong_key : public rc_transport, public ::testing::WithParamInterface<std::uint32_t> {};
+
+TEST_P(rc_transport_wrong_key, write_with_a_key_that_shares_the_regions_slot_is_refused) {
+    connect();
+    const std::uint32_t wrong = h2.rkey ^ GetParam();
+    post_send(h1, 1, IBV_WR_RDMA_WRITE, 0, 64, reinterpret_cast<std::uint64_t>(h2.memory.data()), wrong);
+    run_for(milliseconds(1));
+    const auto sends = poll(h1.send_cq_control, h1.send_cqes);
+    ASSERT_EQ(sends.size(), 1u);
+    EXPECT_EQ(sends[0].status, IBV_WC_REM_ACCESS_ERR);
+    EXPECT_EQ(h2.nic->counters().resp_remote_access_errors, 1u);
+    EXPECT_TRUE(std::all_of(h2.memory.begin(), h2.memory.begin() + 64, [](auto b) { return b == 0; }));
+}
+
+INSTANTIATE_TEST_SUITE_P(same_slot, rc_transport_wrong_key, ::testing::Values(1u << 24, 0x01u));
+
+// A QP is found by its QPN's low 16 bits: a packet for a QPN one cycle away from a live QP's
+// shares its slot, and is counted and dropped all the same.
+TEST_F(rc_transport, packets_for_a_qpn_that_shares_a_live_qps_slot_are_dropped) {
+    connect({.dest_qpn_offset = 1u << 16});
+    post_recv(h2, 1, 0, 64);
+    post_send(h1, 1, IBV_WR_SEND, 0, 64);
+    run_for(milliseconds(1));
+    EXPECT_GT(h2.nic->counters().rx_unknown_qp, 0u);
+    EXPECT_TRUE(poll(h2.recv_cq_control, h2.recv_cqes).empty());
+}
+
 TEST_F(rc_transport, write_past_the_end_of_the_region_is_refused) {
     connect();
     const std::uint64_t end = reinterpret_cast<std::uint64_t>(h2.memory.data()) + h2.memory.size();

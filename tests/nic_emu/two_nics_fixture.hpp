@@ -60,6 +60,9 @@ struct connection_options {
     int access = IBV_ACCESS_REMOTE_WRITE;
     std::uint8_t max_rd_atomic = 1;      // outstanding READ/atomic requests, as requester
     std::uint8_t max_dest_rd_atomic = 1; // responder resources
+    // Added to the peer's QPN as each side's destination QP: packets then go to a QPN the peer
+    // does not have.
+    std::uint32_t dest_qpn_offset = 0;
 };
 
 class two_nics : public ::testing::Test {
@@ -175,7 +178,7 @@ protected:
         ibv_qp_attr attr{};
         attr.qp_state = IBV_QPS_RTR;
         attr.path_mtu = o.mtu;
-        attr.dest_qp_num = peer.qpn;
+        attr.dest_qp_num = (peer.qpn + o.dest_qpn_offset) & 0xffffff;
         attr.rq_psn = 1000;
         attr.max_dest_rd_atomic = o.max_dest_rd_atomic;
         attr.min_rnr_timer = 1; // 0.01 ms
