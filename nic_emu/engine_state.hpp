@@ -124,6 +124,11 @@ struct requester_record {
     // byte sq_offset with next PSN next_psn.
     std::vector<nic::send_work> started_work;
     std::uint32_t sq_retired = 0; // == control->send.consumer, kept privately
+    // The send queue's producer index as the NIC last read it from the program's memory
+    // (requester::read_posted). A program with a doorbell queue rings for every post after that
+    // read (hw_abi.hpp's handshake), and taking the doorbell reads it again: a poll need not
+    // reach into the program's memory, a cache line of its own, for each listed QP.
+    std::uint32_t sq_posted = 0;
     std::uint32_t sq_started = 0;
     std::uint32_t sq_current = 0;
     std::uint64_t sq_offset = 0;

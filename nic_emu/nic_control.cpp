@@ -526,6 +526,7 @@ int nic_node::create_qp(std::uint32_t context, const qp_request& request, shared
         qp->mtu_bytes = mtu_bytes(qp->attr.path_mtu);
     }
     qp->completer.adaptive = adaptive_timeout::initial(qp->qpn, _spec.adaptive_timeouts);
+    qp->priority = _transport.priority_for(qp->headers);
     _qps_by_number.insert(qp.get());
     activate(*qp);
     if (_contexts.at(context).doorbells == nullptr) qp->listing = poll_listing::always;
@@ -675,6 +676,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
         h.flow_label = attr.ah_attr.grh.flow_label;
         h.pkey = 0xffff;
         set_priority_tag(h, attr.ah_attr.sl);
+        qp.priority = _transport.priority_for(h);
     }
     if (mask & IBV_QP_DEST_QPN) qp.headers.dest_qpn = qp.attr.dest_qp_num;
     // RoCEv2 entropy: a source port per connection, from both QP numbers (rxe hashes the QPN;
@@ -690,6 +692,7 @@ int nic_node::modify_qp(std::uint32_t context, std::uint32_t handle, const ibv_q
             qp.control->recv.producer.store(0, std::memory_order_relaxed);
             qp.control->recv.consumer.store(0, std::memory_order_relaxed);
             qp.requester.sq_retired = qp.requester.sq_started = qp.requester.sq_current = qp.responder.rq_consumed = 0;
+            qp.requester.sq_posted = 0;
             qp.requester.sq_offset = 0;
             qp.requester.recovery = recovery_state::none;
             qp.requester.resends.clear();

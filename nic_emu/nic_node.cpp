@@ -285,6 +285,7 @@ void nic_node::take_doorbell(queue_pair& qp) {
     // after this either is seen by the look, or queues the QP again.
     qp.control->queued.store(0, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    requester::read_posted(qp);
     activate(qp);
 }
 
@@ -449,7 +450,7 @@ bool nic_node::flush_send_queue(queue_pair& qp) {
         _completer.complete_send(qp, work, work.status != IBV_WC_SUCCESS ? work.status : IBV_WC_WR_FLUSH_ERR);
         did_work = true;
     }
-    const std::uint32_t send_producer = qp.control->send.producer.load(std::memory_order_acquire);
+    const std::uint32_t send_producer = requester::read_posted(qp);
     if (send_producer - qp.requester.sq_retired <= qp.send_size) {
         while (qp.requester.sq_retired != send_producer) {
             send_work work;

@@ -75,7 +75,7 @@ bool requester::run(queue_pair& qp, sim_time now) {
     // Nothing to resend and no WQE posted that has not started: the loop below would find that
     // out after asking the port, and every poll of the NIC runs every QP.
     if (qp.requester.resends.empty() && qp.requester.sq_current == qp.requester.sq_started &&
-        qp.control->send.producer.load(std::memory_order_acquire) == qp.requester.sq_started) {
+        posted(qp) == qp.requester.sq_started) {
         if (retire_when_sent) retire_sent(qp);
         return false;
     }
@@ -123,7 +123,7 @@ bool requester::run(queue_pair& qp, sim_time now) {
 
 sim_time requester::deadline(const queue_pair& qp) const {
     const requester_record& req = qp.requester;
-    const std::uint32_t send_posted = qp.control->send.producer.load(std::memory_order_acquire);
+    const std::uint32_t send_posted = posted(qp);
     // In ERR and SQE what is posted is flushed (IBA 10.3.1); in SQD the drain may be complete.
     if (qp.state == IBV_QPS_ERR) return send_posted != req.sq_retired ? 0 : never;
     if (drain_complete(qp)) return 0;
@@ -144,7 +144,7 @@ sim_time requester::deadline(const queue_pair& qp) const {
 }
 
 bool requester::start_next_wqe(queue_pair& qp) {
-    const std::uint32_t producer = qp.control->send.producer.load(std::memory_order_acquire);
+    const std::uint32_t producer = posted(qp);
     if (producer == qp.requester.sq_started) return false;
     if (producer - qp.requester.sq_retired > qp.send_size) {
         // The application moved its producer index past the ring: its own queue is corrupt.

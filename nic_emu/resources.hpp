@@ -132,6 +132,9 @@ struct queue_pair {
     std::uint32_t handle = 0;
     std::uint32_t context = 0;
     poll_listing listing = poll_listing::idle;
+    // The PFC priority its frames travel in (transport_context::priority_for its headers), kept
+    // here, on the line every poll reads, whenever the headers change.
+    std::uint8_t priority = 0;
     std::uint32_t qpn = 0;
     std::uint32_t pd = 0;
     ibv_qp_type type = IBV_QPT_RC;

@@ -45,6 +45,7 @@ protected:
         w.compare_add = compare_add;
         w.swap = swap;
         ring.producer.store(p + 1, std::memory_order_release);
+        ring_doorbell(h);
     }
 
     static std::uint64_t word(const host_side& h, std::uint64_t offset) {

@@ -49,7 +49,8 @@ struct host_side {
     hw::recv_wqe* rq = nullptr;
     std::vector<std::uint8_t> memory = std::vector<std::uint8_t>(4 << 20);
     std::uint32_t mr_handle = 0, lkey = 0, rkey = 0;
-    int async_read_fd = -1; // the context's async events (attach::async_event_record)
+    int async_read_fd = -1;                  // the context's async events (attach::async_event_record)
+    hw::doorbell_queue* doorbells = nullptr; // with ROCEFAB_TEST_DOORBELLS=1: the context's doorbell queue
 };
 
 struct connection_options {
@@ -78,6 +79,15 @@ protected:
     // and MPI put both ends on one device. The second NIC then stays idle on the cable.
     virtual bool one_nic() const {
         const char* v = std::getenv("ROCEFAB_TEST_ONE_NIC");
+        return v && std::strcmp(v, "1") == 0;
+    }
+
+    // With ROCEFAB_TEST_DOORBELLS=1 (meson's nic_rc_with_doorbells) each context has a doorbell
+    // queue, as every program's has under the daemon and the simulator, and the tests ring it
+    // after each post (ring_doorbell): the NIC then learns of posted work from doorbells alone.
+    // Without one it reads each listed QP's send ring at every look.
+    static bool with_doorbells() {
+        const char* v = std::getenv("ROCEFAB_TEST_DOORBELLS");
         return v && std::strcmp(v, "1") == 0;
     }
 
@@ -127,7 +137,14 @@ protected:
         int events[2];
         ASSERT_EQ(::pipe2(events, O_CLOEXEC | O_NONBLOCK), 0);
         h.async_read_fd = events[0];
-        h.context = nic.open_context(std::make_unique<local_address_space>(), events[1]);
+        shared_region doorbells;
+        if (with_doorbells()) {
+            int fd;
+            ASSERT_TRUE(shared_region::create("test-doorbells", hw::doorbell_queue_region_size, doorbells, fd));
+            ::close(fd);
+            h.doorbells = static_cast<hw::doorbell_queue*>(doorbells.base());
+        }
+        h.context = nic.open_context(std::make_unique<local_address_space>(), events[1], std::move(doorbells));
         ASSERT_EQ(nic.alloc_pd(h.context, h.pd), 0);
         ASSERT_EQ(nic.reg_mr(h.context, h.pd, reinterpret_cast<std::uint64_t>(h.memory.data()), h.memory.size(),
                              reinterpret_cast<std::uint64_t>(h.memory.data()), static_cast<std::uint32_t>(_mr_access),
@@ -245,6 +262,13 @@ protected:
         w.remote_address = remote;
         w.rkey = rkey;
         ring.producer.store(p + 1, std::memory_order_release);
+        ring_doorbell(h);
+    }
+
+    // After a post to h's send ring: the verbs library's doorbell (objects.hpp's notify_nic),
+    // when the context has a doorbell queue.
+    static void ring_doorbell(host_side& h) {
+        if (h.doorbells && hw::claim_doorbell(*h.qp_control)) hw::push_doorbell(*h.doorbells, h.qp);
     }
 
     static std::vector<hw::cqe> poll(hw::cq_control* control, hw::cqe* slots) {
