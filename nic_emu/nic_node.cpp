@@ -239,7 +239,7 @@ void nic_node::on_congestion_experienced(queue_pair& qp, const wire::parsed_roce
 }
 
 void nic_node::on_cnp(queue_pair& qp, sim_time now) {
-    if (qp.type == IBV_QPT_UD || !(_spec.dcqcn_rp_priorities & (1u << _transport.priority_of(qp)))) {
+    if (qp.type == IBV_QPT_UD || !(_spec.dcqcn_rp_priorities & (1u << qp.priority))) {
         ++_transport.counters.rp_cnp_ignored;
         return;
     }
@@ -322,7 +322,7 @@ bool nic_node::poll(sim_time now) {
             _requester.set_state(qp, requester_state::drained); // nothing started is outstanding
             raise_async_event(qp.context, IBV_EVENT_SQ_DRAINED, qp.handle);
             did_work = true;
-        } else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(_transport.priority_of(qp)) <= now &&
+        } else if (busy_until(0) <= now + transmit_fifo_time && _pauses.until(qp.priority) <= now &&
                    loopback_has_room()) {
             did_work |= _responder.run(qp, now);
             did_work |= _requester.run(qp, now);

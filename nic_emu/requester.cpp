@@ -131,7 +131,7 @@ sim_time requester::deadline(const queue_pair& qp) const {
     if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) return never;
     if (!req.resends.empty()) // a selective resend waits for nothing but the port, PFC and the pacer
         return std::max({req.rnr_wait_until, _context.port.link_busy_until() - transmit_fifo_time,
-                         _context.port.paused_until(_context.priority_of(qp)), pacer_wakeup(qp)});
+                         _context.port.paused_until(qp.priority), pacer_wakeup(qp)});
     if (req.sq_current == req.sq_started && send_posted == req.sq_started) return never;
     // A requester waiting for READ/atomic responses (max_rd_atomic, fence) or for ACKs (a full
     // window) has nothing to do until one arrives.
@@ -140,7 +140,7 @@ sim_time requester::deadline(const queue_pair& qp) const {
                                                                 : qp.send_slots[req.sq_started & mask];
     if (must_wait(qp, next) || window_full(qp)) return never;
     return std::max({req.rnr_wait_until, _context.port.link_busy_until() - transmit_fifo_time,
-                     _context.port.paused_until(_context.priority_of(qp)), pacer_wakeup(qp)});
+                     _context.port.paused_until(qp.priority), pacer_wakeup(qp)});
 }
 
 bool requester::start_next_wqe(queue_pair& qp) {

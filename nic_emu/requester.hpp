@@ -36,8 +36,6 @@ public:
     void set_state(queue_pair& qp, requester_state next) {
         _context.transition(qp, "requester", qp.requester.state, next);
     }
-    // In SQD with en_sqd_async_notify, every WQE started before the drain has completed: time for
-    // IBV_EVENT_SQ_DRAINED (IBA 10.3.1).
     // The send queue's producer index, read from the program's memory now and kept in
     // qp.requester.sq_posted: when the NIC takes a doorbell for `qp`, or flushes its queue.
     static std::uint32_t read_posted(queue_pair& qp) {
@@ -49,6 +47,8 @@ public:
         return qp.listing == poll_listing::always ? qp.control->send.producer.load(std::memory_order_acquire)
                                                   : qp.requester.sq_posted;
     }
+    // In SQD with en_sqd_async_notify, every WQE started before the drain has completed: time for
+    // IBV_EVENT_SQ_DRAINED (IBA 10.3.1).
     static bool drain_complete(const queue_pair& qp) {
         return qp.requester.state == requester_state::draining && qp.state == IBV_QPS_SQD &&
                qp.requester.sq_retired == qp.requester.sq_started;

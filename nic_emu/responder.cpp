@@ -134,7 +134,7 @@ sim_time responder::deadline(const queue_pair& qp) const {
     // port and PFC allow.
     if (qp.responder.deferred_ack || responses_pending(qp))
         return std::min(qp.responder.gap_deadline, std::max(_context.port.link_busy_until() - transmit_fifo_time,
-                                                            _context.port.paused_until(_context.priority_of(qp))));
+                                                            _context.port.paused_until(qp.priority)));
     return qp.responder.gap_deadline;
 }
 

@@ -146,12 +146,11 @@ struct transport_context {
         qp.completer.retransmit_deadline = outstanding ? transport_deadline(qp, now) : never;
     }
 
-    // The PFC priority frames with headers `h` travel in, by the NIC's trust mode.
+    // The PFC priority frames with headers `h` travel in, by the NIC's trust mode: a QP's, kept
+    // in queue_pair::priority.
     std::uint8_t priority_for(const wire::roce_headers_spec& h) const {
         return spec.trust_pcp ? h.pcp : spec.dscp_to_priority[h.dscp & 63];
     }
-    // The PFC priority `qp`'s frames travel in.
-    static std::uint8_t priority_of(const queue_pair& qp) { return qp.priority; }
 
     // Stages `length` bytes of `data` for the local buffers `sges` describe, from byte `offset`
     // of them, after checking each piece's MR (local write access); status says why not.

@@ -77,17 +77,16 @@ protected:
     // With ROCEFAB_TEST_ONE_NIC=1 (meson's *_loopback tests) both sides are contexts of the first
     // NIC, so every test of the suite runs again over the NIC's loopback, as rdma-core's tests
     // and MPI put both ends on one device. The second NIC then stays idle on the cable.
-    virtual bool one_nic() const {
-        const char* v = std::getenv("ROCEFAB_TEST_ONE_NIC");
-        return v && std::strcmp(v, "1") == 0;
-    }
+    virtual bool one_nic() const { return env_flag("ROCEFAB_TEST_ONE_NIC"); }
 
     // With ROCEFAB_TEST_DOORBELLS=1 (meson's nic_rc_with_doorbells) each context has a doorbell
     // queue, as every program's has under the daemon and the simulator, and the tests ring it
     // after each post (ring_doorbell): the NIC then learns of posted work from doorbells alone.
     // Without one it reads each listed QP's send ring at every look.
-    static bool with_doorbells() {
-        const char* v = std::getenv("ROCEFAB_TEST_DOORBELLS");
+    static bool with_doorbells() { return env_flag("ROCEFAB_TEST_DOORBELLS"); }
+    // Whether the environment variable `name` is 1.
+    static bool env_flag(const char* name) {
+        const char* v = std::getenv(name);
         return v && std::strcmp(v, "1") == 0;
     }
 
