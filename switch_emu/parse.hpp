@@ -8,6 +8,7 @@
 #include "dataplane/wire/frame_info.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 namespace rocefab::switch_emu {
@@ -28,12 +29,32 @@ struct parsed_frame : wire::frame_info {
 };
 
 // Decides what the frame is; `out` is meaningful only for parse_verdict::ip. Reads only within
-// the frame's data, so any byte sequence, of any length, is safe to pass.
-parse_verdict parse_frame(rte_mbuf* frame, const wire::mac_address& port_mac, parsed_frame& out);
+// the frame's data, so any byte sequence, of any length, is safe to pass. `port_mac` is the
+// receiving port's MAC as mac_address::as_word() gives it: a register for the whole vector.
+// Inline: the switch runs it in the loop that also classifies and routes each frame
+// (switch_node::receive_burst).
+[[gnu::always_inline]] inline parse_verdict parse_frame(rte_mbuf* mbuf, std::uint64_t port_mac, parsed_frame& out) {
+    const std::span<const std::uint8_t> frame = frame_bytes(mbuf); // found once, for every header
+    if (frame.size() < sizeof(wire::ethernet_header)) [[unlikely]] {
+        out = parsed_frame{};
+        return parse_verdict::malformed;
+    }
+    // Broadcast has the group bit set too; it and multicast pass on to the EtherType checks
+    // (PFC goes to 01:80:c2:00:00:01, ARP to ff:ff:ff:ff:ff:ff).
+    // Unicast to another MAC is bridged, not routed: it is parsed all the same, because its
+    // priority comes from its DSCP like any other frame's.
+    std::uint64_t destination; // and the first two bytes of the source, masked off
+    std::memcpy(&destination, frame.data(), sizeof destination);
+    out.bridged = !(frame[0] & 1) && ((destination ^ port_mac) & wire::mac_address::address_mask) != 0;
+    const wire::frame_status status = wire::parse_headers(frame, out);
+    if (status == wire::frame_status::ip) [[likely]]
+        return parse_verdict::ip;
+    if (status != wire::frame_status::not_ip) return parse_verdict::malformed;
+    return out.ether_type == wire::ethertype::mac_control ? parse_verdict::mac_control : parse_verdict::non_ip;
+}
 
-// The stage over a vector: parse_frame() of frames[i] into out[i] and verdicts[i]. `out` and
-// `verdicts` hold at least frames.size() entries.
-void parse_frames(std::span<rte_mbuf* const> frames, const wire::mac_address& port_mac, parsed_frame* out,
-                  parse_verdict* verdicts);
+inline parse_verdict parse_frame(rte_mbuf* frame, const wire::mac_address& port_mac, parsed_frame& out) {
+    return parse_frame(frame, port_mac.as_word(), out);
+}
 
 } // namespace rocefab::switch_emu

@@ -44,16 +44,47 @@ public:
         s.deficit[tc] -= bytes;
     }
 
-    // Bytes a DWRR class may send per round for each percent of share: 50 % sends 12 800 B a
-    // round, more than one 9 KiB jumbo frame, so every round moves every class.
-    static constexpr std::int64_t quantum_per_percent = 256;
-
 private:
     struct port_state {
         std::array<std::int64_t, traffic_class_count> deficit{};
         std::uint8_t current = 0;       // the DWRR class whose turn it is
         std::uint8_t last_weighted = 0; // the backlogged DWRR classes at the last pick
     };
+
+public:
+    // sent_alone() for each frame of a run of frames of one class, in order (cut-through): what
+    // only the run's first frame can change (whose turn it is, the backlog DWRR last saw) is
+    // asked once, and after it only whether the class's deficit lasts, since nothing else moves
+    // while frames of one class pass alone.
+    class lone_run {
+    public:
+        lone_run(ets_scheduler& scheduler, std::uint16_t port, std::uint8_t tc)
+            : _scheduler(scheduler), _state(scheduler._weighted & (1u << tc) ? &scheduler._ports[port] : nullptr),
+              _tc(tc) {}
+        void sent(std::uint32_t bytes) {
+            if (!_state) return; // strict, or without a share: pick() keeps no state
+            const auto only = static_cast<std::uint8_t>(1u << _tc);
+            if (_first) {
+                if (!keeps_turn(*_state, only)) _scheduler.pick_weighted(*_state, only);
+                _first = false;
+            } else if (_state->deficit[_tc] <= 0) {
+                _scheduler.pick_weighted(*_state, only);
+            }
+            _state->deficit[_tc] -= bytes;
+        }
+
+    private:
+        ets_scheduler& _scheduler;
+        port_state* _state;
+        std::uint8_t _tc;
+        bool _first = true;
+    };
+
+    // Bytes a DWRR class may send per round for each percent of share: 50 % sends 12 800 B a
+    // round, more than one 9 KiB jumbo frame, so every round moves every class.
+    static constexpr std::int64_t quantum_per_percent = 256;
+
+private:
     static std::uint8_t highest(std::uint8_t classes) {
         return static_cast<std::uint8_t>(7 - std::countl_zero(classes));
     }

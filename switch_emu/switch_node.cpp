@@ -31,6 +31,27 @@ void switch_node::receive(std::uint16_t port, rte_mbuf* frame, sim_time now) {
     if (frame) receive_burst(port, {&frame, 1}, now);
 }
 
+// Inline in receive_burst's loop, which every frame takes; the drops are out of line.
+[[gnu::always_inline]] inline bool switch_node::route_frame(std::uint16_t port, rte_mbuf* frame,
+                                                            const parsed_frame& parsed, std::uint16_t& egress) {
+    if (parsed.bridged) [[unlikely]]
+        return bridge_frame(port, frame, parsed, egress);
+    const route_verdict verdict = _router.route(frame, parsed, egress);
+    if (verdict == route_verdict::forward) [[likely]]
+        return true;
+    drop_unrouted(port, frame, verdict, egress);
+    return false;
+}
+
+void switch_node::drop_unrouted(std::uint16_t port, rte_mbuf* frame, route_verdict verdict, std::uint16_t egress) {
+    switch (verdict) {
+    case route_verdict::forward: return;
+    case route_verdict::no_route: return drop(frame, port, port_counter::drops_no_route);
+    case route_verdict::ttl_expired: return drop(frame, port, port_counter::drops_ttl_expired);
+    case route_verdict::mtu_exceeded: return drop(frame, egress, port_counter::drops_mtu_exceeded);
+    }
+}
+
 void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now) {
     // The driver wires ports; a port we do not have has no counters to blame, so just free.
     if (port >= port_count()) {
@@ -40,14 +61,20 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
     _latest = std::max(_latest, now);
     port_counters& ingress = _counters[port];
     std::array<ingress_counters, traffic_class_count>& by_priority = _ingress_counters[port];
+    const std::uint64_t port_mac = _spec.ports[port].mac.as_word();
     std::array<parsed_frame, vector_size> parsed;
-    std::array<parse_verdict, vector_size> verdicts;
     std::array<in_flight, vector_size> vector;
     while (!frames.empty()) {
         const std::span<rte_mbuf* const> batch = frames.first(std::min(frames.size(), vector_size));
         frames = frames.subspan(batch.size());
-        // Stages 1 and 2: parse, then classify what is IP.
-        parse_frames(batch, _spec.ports[port].mac, parsed.data(), verdicts.data());
+        if (_router.adaptive().enabled())
+            _router.adaptive().regrade_if_due(now, [this](std::uint16_t p) {
+                return adaptive_routing::port_load{_counters[p][port_counter::tx_bytes], _queues.port_bytes(p)};
+            });
+        // Stages 1 to 3, one frame at a time: parse, classify, route. None of them reads what
+        // admission, queueing or transmit change (the adaptive grades move only at regrade,
+        // above), so running them per frame here leaves every frame as running each stage over
+        // the whole vector did, without handing the vector from stage to stage.
         std::size_t kept = 0;
         std::uint64_t bytes = 0;
         for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -56,8 +83,10 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
             bytes += length;
             packet_meta& m = meta(frame);
             m.ingress_port = port;
-            if (verdicts[i] != parse_verdict::ip) [[unlikely]] {
-                switch (verdicts[i]) {
+            parsed_frame& headers = parsed[i];
+            const parse_verdict verdict = parse_frame(frame, port_mac, headers);
+            if (verdict != parse_verdict::ip) [[unlikely]] {
+                switch (verdict) {
                 case parse_verdict::ip: break;
                 case parse_verdict::mac_control:
                     // Acted on after the frames that came before it.
@@ -71,12 +100,14 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
                 }
                 continue;
             }
-            const classification c = _classify(parsed[i]);
+            const classification c = _classify(headers);
             m.priority = c.priority;
             m.traffic_class = c.traffic_class;
             ++by_priority[c.priority].rx_packets;
             by_priority[c.priority].rx_bytes += length;
-            vector[kept++] = {frame, &parsed[i], length, 0, c.priority, c.traffic_class};
+            std::uint16_t egress = 0;
+            if (!route_frame(port, frame, headers, egress)) continue; // dropped and counted
+            vector[kept++] = {frame, &headers, length, egress, c.priority, c.traffic_class};
         }
         ingress.bump(port_counter::rx_packets, batch.size());
         ingress.bump(port_counter::rx_bytes, bytes);
@@ -84,8 +115,8 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
     }
 }
 
-void switch_node::forward_vector(std::uint16_t port, std::span<in_flight> vector, sim_time now) {
-    const std::size_t kept = route_stage(port, vector, now);
+void switch_node::forward_vector(std::uint16_t port, std::span<const in_flight> vector, sim_time now) {
+    const std::size_t kept = vector.size();
     // Stages 4 to 7, per frame in arrival order: each frame meets the queues, the buffer and
     // the link as the frames before it left them. Consecutive frames for the same queue (one
     // flow, usually) form a run, which cut_through() sends straight on while it can.
@@ -124,10 +155,11 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     std::size_t sent = 0;
     std::uint64_t bytes = 0;
     std::uint64_t longest = 0;
+    // The scheduler takes its turn for each frame, so DWRR's state is what queueing would have left.
+    ets_scheduler::lone_run turns(_scheduler, egress, tc);
     for (const in_flight& f : run) {
         if (f.length > longest_allowed || busy > takes_until) break;
-        // The scheduler takes its turn, so DWRR's state is what queueing would have left.
-        _scheduler.sent_alone(egress, tc, f.length);
+        turns.sent(f.length);
         busy = transmit(egress, f.frame, now);
         ++sent;
         bytes += f.length;
@@ -141,41 +173,18 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     return sent;
 }
 
-std::size_t switch_node::route_stage(std::uint16_t port, std::span<in_flight> vector, sim_time now) {
-    if (_router.adaptive().enabled())
-        _router.adaptive().regrade_if_due(now, [this](std::uint16_t p) {
-            return adaptive_routing::port_load{_counters[p][port_counter::tx_bytes], _queues.port_bytes(p)};
-        });
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < vector.size(); ++i) {
-        const in_flight& f = vector[i];
-        std::uint16_t egress = 0;
-        if (f.parsed->bridged) {
-            const neighbour_spec* n =
-                find_neighbour(rte_pktmbuf_mtod(f.frame, const wire::ethernet_header*)->destination);
-            if (!n || n->port == port) {
-                drop(f.frame, port, port_counter::rx_drops_not_for_us);
-                continue;
-            }
-            egress = n->port;
-            if (f.parsed->l3_length > _spec.ports[egress].mtu) {
-                drop(f.frame, egress, port_counter::drops_mtu_exceeded);
-                continue;
-            }
-        } else {
-            switch (_router.route(f.frame, *f.parsed, egress)) {
-            case route_verdict::forward: break;
-            case route_verdict::no_route: drop(f.frame, port, port_counter::drops_no_route); continue;
-            case route_verdict::ttl_expired: drop(f.frame, port, port_counter::drops_ttl_expired); continue;
-            case route_verdict::mtu_exceeded: drop(f.frame, egress, port_counter::drops_mtu_exceeded); continue;
-            }
-        }
-        // The frame moves down over those dropped before it, then takes its port: a copy after
-        // that narrow store would wait for it (a store-forwarding stall on every frame).
-        if (kept != i) vector[kept] = f;
-        vector[kept++].egress = egress;
+bool switch_node::bridge_frame(std::uint16_t port, rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress) {
+    const neighbour_spec* n = find_neighbour(rte_pktmbuf_mtod(frame, const wire::ethernet_header*)->destination);
+    if (!n || n->port == port) {
+        drop(frame, port, port_counter::rx_drops_not_for_us);
+        return false;
     }
-    return kept;
+    egress = n->port;
+    if (parsed.l3_length > _spec.ports[egress].mtu) {
+        drop(frame, egress, port_counter::drops_mtu_exceeded);
+        return false;
+    }
+    return true;
 }
 
 void switch_node::on_mac_control(std::uint16_t port, rte_mbuf* frame, sim_time now) {

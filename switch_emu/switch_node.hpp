@@ -33,13 +33,13 @@ public:
 
     // attach() must have been called before the first receive()/poll().
     void receive(std::uint16_t port, rte_mbuf* frame, sim_time now) override;
-    // Frames go through the pipeline in vectors of up to vector_size, a stage at a time over
-    // the vector (VPP's way): parse and classify, then route, then per frame in arrival order
-    // admission, queueing and transmit. Each stage's code and tables stay hot across the
-    // vector, and per-frame work that only depends on the port or the time is done once.
-    // The stages before admission depend on nothing the later ones change, so the result is
-    // the same as receive() on each frame in turn; a MAC control frame (PFC) is acted on only
-    // after the frames received before it are queued.
+    // Frames go through the pipeline in vectors of up to vector_size: each frame of the vector
+    // is parsed, classified and routed in one pass, then, per frame in arrival order, admitted,
+    // queued and sent, consecutive frames for one queue cut through as a run. Per-frame work
+    // that only depends on the port or the time is done once a vector. The stages before
+    // admission depend on nothing the later ones change, so the result is the same as
+    // receive() on each frame in turn; a MAC control frame (PFC) is acted on only after the
+    // frames received before it are queued.
     void receive_burst(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now) override;
     static constexpr std::size_t vector_size = 32;
     bool poll(sim_time now) override;
@@ -100,21 +100,27 @@ public:
     const shared_buffer& buffer() const { return _buffer; }
 
 private:
-    // A frame between the stages of receive_burst, after parse.
+    // A frame of a vector, parsed, classified and routed: built once a frame, read by every
+    // stage after.
     struct in_flight {
         rte_mbuf* frame;
         const parsed_frame* parsed;
         std::uint32_t length;
-        std::uint16_t egress;  // set by route_stage
+        std::uint16_t egress;
         std::uint8_t priority; // packet_meta's, from classification
         std::uint8_t traffic_class;
     };
-    // Stages 3 to 7 over a vector of parsed and classified frames from `port`: route (or
-    // bridge) them all, then admit, queue and transmit each in turn.
-    void forward_vector(std::uint16_t port, std::span<in_flight> vector, sim_time now);
-    // Stage 3 over the vector: sets each frame's egress and rewrites it; the frames dropped are
-    // taken out. Returns how many are left.
-    std::size_t route_stage(std::uint16_t port, std::span<in_flight> vector, sim_time now);
+    // Stages 4 to 7 over a vector of parsed, classified and routed frames from `port`: each
+    // admitted, queued and sent in turn, runs for one queue cut through.
+    void forward_vector(std::uint16_t port, std::span<const in_flight> vector, sim_time now);
+    // Stage 3 for one frame: sets its egress and rewrites it (routed), or finds the neighbour
+    // it is for (bridged). A frame that cannot go is dropped and counted: false.
+    bool route_frame(std::uint16_t port, rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress);
+    [[gnu::noinline]] bool bridge_frame(std::uint16_t port, rte_mbuf* frame, const parsed_frame& parsed,
+                                        std::uint16_t& egress);
+    // A frame route() would not forward: dropped and counted by `verdict`.
+    [[gnu::noinline]] void drop_unrouted(std::uint16_t port, rte_mbuf* frame, route_verdict verdict,
+                                         std::uint16_t egress);
     // Stages 4 to 7 for a run of frames from `ingress` to one egress queue, with one priority:
     // cut-through. Frames go straight to the link, neither buffered nor queued, for as long as
     // drain_port() would send each the moment it is queued and admission would not pause for

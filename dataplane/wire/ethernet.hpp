@@ -4,6 +4,7 @@
 #include "dataplane/wire/endian.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -27,6 +28,16 @@ struct mac_address {
         return a4 == b4 && a2 == b2;
     }
     constexpr bool is_multicast() const { return bytes[0] & 1; }
+    // The six bytes as they lie in memory, in the low-addressed six bytes of a 64-bit word (the
+    // rest zero): compared with an 8-byte load of a frame's start under address_mask, one test
+    // tells whether the frame is for this address.
+    std::uint64_t as_word() const {
+        std::uint64_t word = 0;
+        std::memcpy(&word, bytes.data(), bytes.size());
+        return word;
+    }
+    static constexpr std::uint64_t address_mask =
+        std::endian::native == std::endian::little ? 0x0000'ffff'ffff'ffffull : 0xffff'ffff'ffff'0000ull;
     std::string to_string() const;
     // Parses "aa:bb:cc:dd:ee:ff"; returns false on anything else.
     static bool parse(const std::string& text, mac_address& out);

@@ -388,6 +388,23 @@ TEST_F(switch_pipeline, unicast_to_another_mac_is_dropped_as_not_for_us) {
     EXPECT_EQ(count(0, port_counter::rx_drops_not_for_us), 2u);
 }
 
+TEST_F(switch_pipeline, a_mac_one_bit_from_the_ports_in_any_byte_is_not_for_us_and_the_source_does_not_matter) {
+    // The port's MAC is compared as one masked 8-byte word that also holds the source MAC's
+    // first two bytes: each of the six bytes must count, and those two must not.
+    build();
+    for (std::size_t byte = 0; byte < 6; ++byte) {
+        wire::mac_address near = port_mac(0);
+        near.bytes[byte] ^= 0x80; // not the group bit: still unicast
+        send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.destination_mac = near}));
+    }
+    EXPECT_TRUE(sink->sent.empty());
+    EXPECT_EQ(count(0, port_counter::rx_drops_not_for_us), 6u);
+    for (const char* source : {"ff:ff:00:00:00:01", "00:00:00:00:00:01", "a5:5a:12:34:56:78"})
+        send(ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.source_mac = mac(source)}));
+    EXPECT_EQ(sink->sent.size(), 3u);
+    EXPECT_EQ(count(0, port_counter::rx_drops_not_for_us), 6u);
+}
+
 TEST_F(switch_pipeline, bad_ipv4_header_checksum_is_dropped_as_malformed) {
     build();
     auto bytes = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"));
