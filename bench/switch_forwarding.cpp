@@ -164,6 +164,20 @@ public:
         return 0;
     }
     sim_time busy_until(std::uint16_t port) const override { return _ports[port].busy_until; }
+    // The cut-through path's runs: joined to the burst a frame at a time, as transmit() does,
+    // without a call for each. On the queued path each frame goes through the link model.
+    std::size_t transmit_while_free(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now,
+                                    sim_time takes_until, sim_time& busy) override {
+        if (_queued) return frame_sink::transmit_while_free(port, frames, now, takes_until, busy);
+        if (busy > takes_until) return 0;
+        tx_port& out = _ports[port];
+        for (rte_mbuf* frame : frames) {
+            out.burst[out.count++] = frame;
+            if (out.count == burst_size) flush(out);
+        }
+        busy = 0;
+        return frames.size();
+    }
 
     void flush() {
         for (tx_port& out : _ports)

@@ -6,6 +6,7 @@
 #include "dataplane/packet.hpp"
 #include "dataplane/time.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -22,6 +23,16 @@ public:
     virtual sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) = 0;
     // When the link on `port` finishes serialising what it already holds; <= now when idle.
     virtual sim_time busy_until(std::uint16_t port) const = 0;
+    // transmit() of frames[0], frames[1], ... in turn for as long as the link takes another:
+    // while `busy`, busy_until(port) as the caller last learnt it, is no later than
+    // `takes_until`. Returns how many it took, and leaves busy_until(port) in `busy`. The
+    // switch's cut-through sends a run of frames with one call rather than one a frame.
+    virtual std::size_t transmit_while_free(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now,
+                                            sim_time takes_until, sim_time& busy) {
+        std::size_t taken = 0;
+        while (taken < frames.size() && busy <= takes_until) busy = transmit(port, frames[taken++], now);
+        return taken;
+    }
 };
 
 class node {
@@ -59,6 +70,10 @@ protected:
     // Returns when the link is busy until, as frame_sink::transmit() does.
     sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) { return _output->transmit(port, frame, now); }
     sim_time busy_until(std::uint16_t port) const { return _output->busy_until(port); }
+    std::size_t transmit_while_free(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now,
+                                    sim_time takes_until, sim_time& busy) {
+        return _output->transmit_while_free(port, frames, now, takes_until, busy);
+    }
     // nullptr when the pool is exhausted; callers count that and carry on.
     rte_mbuf* allocate_frame() { return rte_pktmbuf_alloc(_pool); }
     rte_mempool* pool() const { return _pool; }

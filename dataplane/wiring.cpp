@@ -17,6 +17,18 @@ sim_time wiring::node_sink::transmit(std::uint16_t port, rte_mbuf* frame, sim_ti
     return l->busy_until();
 }
 
+std::size_t wiring::node_sink::transmit_while_free(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now,
+                                                   sim_time takes_until, sim_time& busy) {
+    link* l = port < out.size() ? out[port] : nullptr;
+    if (!l) return frame_sink::transmit_while_free(port, frames, now, takes_until, busy);
+    std::size_t taken = 0;
+    while (taken < frames.size() && busy <= takes_until) {
+        l->transmit(frames[taken++], now);
+        busy = l->busy_until();
+    }
+    return taken;
+}
+
 sim_time wiring::node_sink::busy_until(std::uint16_t port) const {
     // An unconnected port is never busy: what is sent there is dropped at once.
     link* l = port < out.size() ? out[port] : nullptr;

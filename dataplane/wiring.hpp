@@ -74,6 +74,8 @@ private:
         explicit node_sink(std::uint16_t ports) : out(ports, nullptr), in(ports, nullptr) {}
         sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) override;
         sim_time busy_until(std::uint16_t port) const override;
+        std::size_t transmit_while_free(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now,
+                                        sim_time takes_until, sim_time& busy) override;
 
         std::vector<link*> out;
         std::vector<link*> in;

@@ -64,6 +64,7 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
     const std::uint64_t port_mac = _spec.ports[port].mac.as_word();
     std::array<parsed_frame, vector_size> parsed;
     std::array<in_flight, vector_size> vector;
+    std::array<rte_mbuf*, vector_size> vector_frames;
     while (!frames.empty()) {
         const std::span<rte_mbuf* const> batch = frames.first(std::min(frames.size(), vector_size));
         frames = frames.subspan(batch.size());
@@ -90,7 +91,7 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
                 case parse_verdict::ip: break;
                 case parse_verdict::mac_control:
                     // Acted on after the frames that came before it.
-                    forward_vector(port, {vector.data(), kept}, now);
+                    forward_vector(port, {vector.data(), kept}, vector_frames.data(), now);
                     kept = 0;
                     on_mac_control(port, frame, now);
                     break;
@@ -107,15 +108,17 @@ void switch_node::receive_burst(std::uint16_t port, std::span<rte_mbuf* const> f
             by_priority[c.priority].rx_bytes += length;
             std::uint16_t egress = 0;
             if (!route_frame(port, frame, headers, egress)) continue; // dropped and counted
-            vector[kept++] = {frame, &headers, length, egress, c.priority, c.traffic_class};
+            vector_frames[kept] = frame;
+            vector[kept++] = {&headers, length, egress, c.priority, c.traffic_class};
         }
         ingress.bump(port_counter::rx_packets, batch.size());
         ingress.bump(port_counter::rx_bytes, bytes);
-        forward_vector(port, {vector.data(), kept}, now);
+        forward_vector(port, {vector.data(), kept}, vector_frames.data(), now);
     }
 }
 
-void switch_node::forward_vector(std::uint16_t port, std::span<const in_flight> vector, sim_time now) {
+void switch_node::forward_vector(std::uint16_t port, std::span<const in_flight> vector, rte_mbuf* const* frames,
+                                 sim_time now) {
     const std::size_t kept = vector.size();
     // Stages 4 to 7, per frame in arrival order: each frame meets the queues, the buffer and
     // the link as the frames before it left them. Consecutive frames for the same queue (one
@@ -125,17 +128,19 @@ void switch_node::forward_vector(std::uint16_t port, std::span<const in_flight> 
     };
     for (std::size_t i = 0; i < kept;) {
         std::size_t end = i + 1;
-        while (end < kept && same_queue(vector[end], vector[i])) ++end;
+        std::uint32_t longest = vector[i].length;
+        for (; end < kept && same_queue(vector[end], vector[i]); ++end) longest = std::max(longest, vector[end].length);
         while (i < end) {
-            i += cut_through(port, vector.subspan(i, end - i), now);
+            i += cut_through(port, vector.subspan(i, end - i), frames + i, longest, now);
             if (i == end) break;
-            const in_flight& f = vector[i++];
-            enqueue(f.frame, *f.parsed, f.egress, f.length, now);
+            const in_flight& f = vector[i];
+            enqueue(frames[i++], *f.parsed, f.egress, f.length, now);
         }
     }
 }
 
-std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_flight> run, sim_time now) {
+std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_flight> run, rte_mbuf* const* frames,
+                                     std::uint32_t longest_in_run, sim_time now) {
     const std::uint16_t egress = run.front().egress;
     const std::uint8_t tc = run.front().traffic_class;
     const std::uint8_t priority = run.front().priority;
@@ -149,19 +154,22 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     if (!_congestion.passes(tc, 0) || _pfc.pausing(ingress, priority)) return 0;
     const std::uint64_t longest_allowed =
         std::min<std::uint64_t>(_buffer.egress_limit(priority, 0), _buffer.pass_through_limit(ingress, priority));
-    // Per frame: its length, and whether the link takes it now (link_free()).
-    const sim_time takes_until = link_takes_until(now);
+    // Per frame: its length, and whether the link takes it now (link_free()). The frames the
+    // buffer would pass (all of them, unless one is longer than it passes) go to the link in one
+    // call, which takes them while it is free.
+    std::size_t passing = run.size();
+    if (longest_in_run > longest_allowed) [[unlikely]] {
+        passing = 0;
+        while (passing < run.size() && run[passing].length <= longest_allowed) ++passing;
+    }
     sim_time busy = busy_until(egress);
-    std::size_t sent = 0;
-    std::uint64_t bytes = 0;
-    std::uint64_t longest = 0;
+    const std::size_t sent = transmit_while_free(egress, {frames, passing}, now, link_takes_until(now), busy);
     // The scheduler takes its turn for each frame, so DWRR's state is what queueing would have left.
     ets_scheduler::lone_run turns(_scheduler, egress, tc);
-    for (const in_flight& f : run) {
-        if (f.length > longest_allowed || busy > takes_until) break;
+    std::uint64_t bytes = 0;
+    std::uint64_t longest = 0;
+    for (const in_flight& f : run.first(sent)) {
         turns.sent(f.length);
-        busy = transmit(egress, f.frame, now);
-        ++sent;
         bytes += f.length;
         longest = std::max<std::uint64_t>(longest, f.length);
     }

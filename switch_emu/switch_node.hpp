@@ -101,18 +101,20 @@ public:
 
 private:
     // A frame of a vector, parsed, classified and routed: built once a frame, read by every
-    // stage after.
+    // stage after. The frame itself is kept beside it (forward_vector's `frames`), as the link
+    // takes a run of them. 16 bytes.
     struct in_flight {
-        rte_mbuf* frame;
         const parsed_frame* parsed;
         std::uint32_t length;
         std::uint16_t egress;
         std::uint8_t priority; // packet_meta's, from classification
         std::uint8_t traffic_class;
     };
+    static_assert(sizeof(in_flight) == 16);
     // Stages 4 to 7 over a vector of parsed, classified and routed frames from `port`: each
     // admitted, queued and sent in turn, runs for one queue cut through.
-    void forward_vector(std::uint16_t port, std::span<const in_flight> vector, sim_time now);
+    // `frames[i]` is vector[i]'s frame.
+    void forward_vector(std::uint16_t port, std::span<const in_flight> vector, rte_mbuf* const* frames, sim_time now);
     // Stage 3 for one frame: sets its egress and rewrites it (routed), or finds the neighbour
     // it is for (bridged). A frame that cannot go is dropped and counted: false.
     bool route_frame(std::uint16_t port, rte_mbuf* frame, const parsed_frame& parsed, std::uint16_t& egress);
@@ -124,8 +126,10 @@ private:
     // Stages 4 to 7 for a run of frames from `ingress` to one egress queue, with one priority:
     // cut-through. Frames go straight to the link, neither buffered nor queued, for as long as
     // drain_port() would send each the moment it is queued and admission would not pause for
-    // it. Returns how many went; the next frame, if any, needs enqueue().
-    std::size_t cut_through(std::uint16_t ingress, std::span<const in_flight> run, sim_time now);
+    // it. Returns how many went; the next frame, if any, needs enqueue(). `frames[i]` is
+    // run[i]'s frame; no frame of the run is longer than `longest_in_run`.
+    std::size_t cut_through(std::uint16_t ingress, std::span<const in_flight> run, rte_mbuf* const* frames,
+                            std::uint32_t longest_in_run, sim_time now);
     // A PAUSE or PFC frame received on `port`: the MAC acts on it and consumes it.
     void on_mac_control(std::uint16_t port, rte_mbuf* frame, sim_time now);
     // The transmit stage (transmit.cpp): sends from `port` while its link is idle.

@@ -201,6 +201,10 @@ public:
 
     // Tests drive transmission from outside, as a node would from receive() or poll().
     void send(std::uint16_t port, rte_mbuf* frame, sim_time now) { transmit(port, frame, now); }
+    std::size_t send_while_free(std::uint16_t port, std::span<rte_mbuf* const> frames, sim_time now,
+                                sim_time takes_until, sim_time& busy) {
+        return transmit_while_free(port, frames, now, takes_until, busy);
+    }
     sim_time port_busy_until(std::uint16_t port) const { return busy_until(port); }
     rte_mempool* attached_pool() const { return pool(); }
 

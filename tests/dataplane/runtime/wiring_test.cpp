@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <stdexcept>
 
 namespace rocefab::testing {
@@ -54,6 +55,31 @@ TEST_F(wiring_test, a_node_transmits_on_the_link_of_its_port) {
     EXPECT_EQ(out.counters().tx_frames, 1u);
     EXPECT_EQ(a.port_busy_until(1), 1200);
     EXPECT_EQ(a.port_busy_until(0), 0);
+    out.deliver_ready(never, [](rte_mbuf* m) { rte_pktmbuf_free(m); });
+}
+
+TEST_F(wiring_test, a_run_of_frames_goes_on_the_link_while_it_is_free_and_the_rest_stay_with_the_sender) {
+    // 1476 + 24 bytes of overhead take 1 200 ns at 10G: from an idle link at t=0, a link that
+    // takes frames while it is busy until no later than 2 500 ns takes three (busy 1 200, 2 400,
+    // then 3 600), and leaves the other two with the sender.
+    probe_node a("a", 2), b("b", 1);
+    wiring w;
+    const node_id ia = w.add_node(a), ib = w.add_node(b);
+    w.connect(ia, 1, ib, 0, model);
+    w.attach_all(test_pool());
+    std::array<rte_mbuf*, 5> frames{};
+    for (rte_mbuf*& f : frames) f = make_pattern_frame(1476);
+    sim_time busy = a.port_busy_until(1);
+    EXPECT_EQ(a.send_while_free(1, frames, 0, 2'500, busy), 3u);
+    EXPECT_EQ(busy, 3'600);
+    EXPECT_EQ(a.port_busy_until(1), 3'600);
+    link& out = *w.outgoing(ia, 1);
+    EXPECT_EQ(out.counters().tx_frames, 3u);
+    EXPECT_EQ(a.send_while_free(1, {&frames[3], 2}, 0, 2'500, busy), 0u); // still busy
+    // On a port with no cable every frame is taken, freed and counted, as transmit() does.
+    busy = a.port_busy_until(0);
+    EXPECT_EQ(a.send_while_free(0, {&frames[3], 2}, 0, 0, busy), 2u);
+    EXPECT_EQ(w.drops_unconnected(ia), 2u);
     out.deliver_ready(never, [](rte_mbuf* m) { rte_pktmbuf_free(m); });
 }
 
