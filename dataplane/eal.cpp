@@ -61,10 +61,14 @@ bool start_eal(const eal_options& options, std::string& error) {
     return started;
 }
 
-rte_mempool* create_packet_pool(const std::string& name, unsigned count, std::string& error, pool_pages pages) {
+rte_mempool* create_packet_pool(const std::string& name, unsigned count, std::string& error, pool_pages pages,
+                                pool_order order) {
     constexpr unsigned cache = 256;
     // No private area: packet_meta is in the mbuf itself (packet.hpp).
-    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), count, cache, 0, packet_data_room, SOCKET_ID_ANY);
+    rte_mempool* pool = nullptr;
+    if (order == pool_order::last_freed_first)
+        pool = rte_pktmbuf_pool_create_by_ops(name.c_str(), count, cache, 0, packet_data_room, SOCKET_ID_ANY, "stack");
+    if (!pool) pool = rte_pktmbuf_pool_create(name.c_str(), count, cache, 0, packet_data_room, SOCKET_ID_ANY);
     if (!pool) {
         error = "cannot create mempool " + name + ": " + rte_strerror(rte_errno);
         return nullptr;

@@ -147,7 +147,8 @@ simulation::simulation(const scenario& s) : _scenario(s) {
     static rte_mempool* pool = [] {
         eal_options options;
         options.file_prefix = "rocefab-sim-" + std::to_string(::getpid());
-        return start_eal(options, error) ? create_packet_pool("rocefab_sim_pool", 16383, error, pool_pages::populated)
+        return start_eal(options, error) ? create_packet_pool("rocefab_sim_pool", 16383, error, pool_pages::populated,
+                                                              pool_order::last_freed_first)
                                          : nullptr;
     }();
     if (!pool) throw std::runtime_error(error);
