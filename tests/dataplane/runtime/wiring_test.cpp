@@ -19,6 +19,14 @@ protected:
     }
     void TearDown() override { EXPECT_EQ(rte_mempool_avail_count(test_pool()), _available_before) << "mbuf leak"; }
 
+    // a:1 cabled to b:0 in `w`, every node attached to the test pool: the link leaving a:1.
+    static link& cable_a1_to_b0(wiring& w, probe_node& a, probe_node& b) {
+        const node_id ia = w.add_node(a), ib = w.add_node(b);
+        w.connect(ia, 1, ib, 0, model);
+        w.attach_all(test_pool());
+        return *w.outgoing(ia, 1);
+    }
+
     unsigned _available_before = 0;
 };
 
@@ -46,12 +54,9 @@ TEST_F(wiring_test, connect_creates_one_link_each_way_between_the_ports) {
 TEST_F(wiring_test, a_node_transmits_on_the_link_of_its_port) {
     probe_node a("a", 2), b("b", 1);
     wiring w;
-    const node_id ia = w.add_node(a), ib = w.add_node(b);
-    w.connect(ia, 1, ib, 0, model);
-    w.attach_all(test_pool());
+    link& out = cable_a1_to_b0(w, a, b);
     EXPECT_EQ(a.attached_pool(), test_pool());
     a.send(1, make_pattern_frame(1476), 0);
-    link& out = *w.outgoing(ia, 1);
     EXPECT_EQ(out.counters().tx_frames, 1u);
     EXPECT_EQ(a.port_busy_until(1), 1200);
     EXPECT_EQ(a.port_busy_until(0), 0);
@@ -64,22 +69,19 @@ TEST_F(wiring_test, a_run_of_frames_goes_on_the_link_while_it_is_free_and_the_re
     // then 3 600), and leaves the other two with the sender.
     probe_node a("a", 2), b("b", 1);
     wiring w;
-    const node_id ia = w.add_node(a), ib = w.add_node(b);
-    w.connect(ia, 1, ib, 0, model);
-    w.attach_all(test_pool());
+    link& out = cable_a1_to_b0(w, a, b);
     std::array<rte_mbuf*, 5> frames{};
     for (rte_mbuf*& f : frames) f = make_pattern_frame(1476);
     sim_time busy = a.port_busy_until(1);
     EXPECT_EQ(a.send_while_free(1, frames, 0, 2'500, busy), 3u);
     EXPECT_EQ(busy, 3'600);
     EXPECT_EQ(a.port_busy_until(1), 3'600);
-    link& out = *w.outgoing(ia, 1);
     EXPECT_EQ(out.counters().tx_frames, 3u);
     EXPECT_EQ(a.send_while_free(1, {&frames[3], 2}, 0, 2'500, busy), 0u); // still busy
     // On a port with no cable every frame is taken, freed and counted, as transmit() does.
     busy = a.port_busy_until(0);
     EXPECT_EQ(a.send_while_free(0, {&frames[3], 2}, 0, 0, busy), 2u);
-    EXPECT_EQ(w.drops_unconnected(ia), 2u);
+    EXPECT_EQ(w.drops_unconnected(0), 2u); // a's
     out.deliver_ready(never, [](rte_mbuf* m) { rte_pktmbuf_free(m); });
 }
 
