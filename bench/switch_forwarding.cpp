@@ -158,9 +158,7 @@ public:
 
     sim_time transmit(std::uint16_t port, rte_mbuf* frame, sim_time now) override {
         if (_queued) return transmit_shaped(port, frame, now);
-        tx_port& out = _ports[port];
-        out.burst[out.count++] = frame;
-        if (out.count == burst_size) flush(out);
+        join_burst(_ports[port], frame);
         return 0;
     }
     sim_time busy_until(std::uint16_t port) const override { return _ports[port].busy_until; }
@@ -171,10 +169,7 @@ public:
         if (_queued) return frame_sink::transmit_while_free(port, frames, now, takes_until, busy);
         if (busy > takes_until) return 0;
         tx_port& out = _ports[port];
-        for (rte_mbuf* frame : frames) {
-            out.burst[out.count++] = frame;
-            if (out.count == burst_size) flush(out);
-        }
+        for (rte_mbuf* frame : frames) join_burst(out, frame);
         busy = 0;
         return frames.size();
     }
@@ -225,9 +220,14 @@ private:
             rte_pktmbuf_free(frame);
             return out.busy_until;
         }
+        join_burst(out, frame);
+        return out.busy_until;
+    }
+
+    // A frame joins the port's burst, which goes out when full.
+    void join_burst(tx_port& out, rte_mbuf* frame) {
         out.burst[out.count++] = frame;
         if (out.count == burst_size) flush(out);
-        return out.busy_until;
     }
 
     // Out of line: transmit() takes every frame, this one frame in a burst.

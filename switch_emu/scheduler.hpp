@@ -36,13 +36,7 @@ public:
     }
     // pick() with only `tc` backlogged, which picks `tc`, then sent(): what a frame of the only
     // class with frames does to the scheduler (cut-through). Only a DWRR class has state to move.
-    void sent_alone(std::uint16_t port, std::uint8_t tc, std::uint32_t bytes) {
-        const auto only = static_cast<std::uint8_t>(1u << tc);
-        if (!(_weighted & only)) return; // strict, or without a share: pick() keeps no state
-        port_state& s = _ports[port];
-        if (!keeps_turn(s, only)) pick_weighted(s, only);
-        s.deficit[tc] -= bytes;
-    }
+    void sent_alone(std::uint16_t port, std::uint8_t tc, std::uint32_t bytes) { lone_run(*this, port, tc).sent(bytes); }
 
 private:
     struct port_state {
@@ -52,10 +46,10 @@ private:
     };
 
 public:
-    // sent_alone() for each frame of a run of frames of one class, in order (cut-through): what
-    // only the run's first frame can change (whose turn it is, the backlog DWRR last saw) is
-    // asked once, and after it only whether the class's deficit lasts, since nothing else moves
-    // while frames of one class pass alone.
+    // sent_alone() for each frame of a run of frames of one class, in order (cut-through; a run
+    // of one is sent_alone() itself): what only the run's first frame can change (whose turn it
+    // is, the backlog DWRR last saw) is asked once, and after it only whether the class's deficit
+    // lasts, since nothing else moves while frames of one class pass alone.
     class lone_run {
     public:
         lone_run(ets_scheduler& scheduler, std::uint16_t port, std::uint8_t tc)
