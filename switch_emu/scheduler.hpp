@@ -47,31 +47,34 @@ private:
 
 public:
     // sent_alone() for each frame of a run of frames of one class, in order (cut-through; a run
-    // of one is sent_alone() itself): what only the run's first frame can change (whose turn it
-    // is, the backlog DWRR last saw) is asked once, and after it only whether the class's deficit
-    // lasts, since nothing else moves while frames of one class pass alone.
+    // of one is sent_alone() itself). Made for a run of at least one frame, it takes the turn
+    // the run's first frame takes, which only it can move (whose turn it is, the backlog DWRR
+    // last saw); after that, while frames of one class pass alone, only its deficit moves.
     class lone_run {
     public:
-        lone_run(ets_scheduler& scheduler, std::uint16_t port, std::uint8_t tc)
-            : _scheduler(scheduler), _state(scheduler._weighted & (1u << tc) ? &scheduler._ports[port] : nullptr),
-              _tc(tc) {}
+        lone_run(ets_scheduler& scheduler, std::uint16_t port, std::uint8_t tc) {
+            if (!(scheduler._weighted & (1u << tc))) return; // strict, or without a share: no state
+            port_state& state = scheduler._ports[port];
+            const auto only = static_cast<std::uint8_t>(1u << tc);
+            if (!keeps_turn(state, only)) scheduler.pick_weighted(state, only);
+            _deficit = &state.deficit[tc];
+            _quantum = scheduler._quantum[tc];
+        }
         void sent(std::uint32_t bytes) {
-            if (!_state) return; // strict, or without a share: pick() keeps no state
-            const auto only = static_cast<std::uint8_t>(1u << _tc);
-            if (_first) {
-                if (!keeps_turn(*_state, only)) _scheduler.pick_weighted(*_state, only);
-                _first = false;
-            } else if (_state->deficit[_tc] <= 0) {
-                _scheduler.pick_weighted(*_state, only);
+            if (!_deficit) return;
+            // What pick_weighted() does once the deficit is spent: the turn goes round the
+            // classes, of which only this one is backlogged, and comes back to it with one more
+            // quantum, as many times as its debt takes.
+            if (*_deficit <= 0) [[unlikely]] {
+                do *_deficit += _quantum;
+                while (*_deficit <= 0);
             }
-            _state->deficit[_tc] -= bytes;
+            *_deficit -= bytes;
         }
 
     private:
-        ets_scheduler& _scheduler;
-        port_state* _state;
-        std::uint8_t _tc;
-        bool _first = true;
+        std::int64_t* _deficit = nullptr;
+        std::int64_t _quantum = 0;
     };
 
     // Bytes a DWRR class may send per round for each percent of share: 50 % sends 12 800 B a

@@ -2,6 +2,7 @@
 
 #include "dataplane/wire/pfc.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace rocefab::switch_emu {
@@ -164,20 +165,22 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     }
     sim_time busy = busy_until(egress);
     const std::size_t sent = transmit_while_free(egress, {frames, passing}, now, link_takes_until(now), busy);
+    if (sent == 0) return 0;
     // The scheduler takes its turn for each frame, so DWRR's state is what queueing would have left.
     ets_scheduler::lone_run turns(_scheduler, egress, tc);
     std::uint64_t bytes = 0;
-    std::uint64_t longest = 0;
     for (const in_flight& f : run.first(sent)) {
         turns.sent(f.length);
         bytes += f.length;
-        longest = std::max<std::uint64_t>(longest, f.length);
     }
-    if (sent == 0) return 0;
-    _buffer.passed_through(ingress, priority, static_cast<std::uint32_t>(longest), _counters[egress]);
+    // The longest frame that went: the run's, unless the link took only part of it.
+    std::uint32_t longest = longest_in_run;
+    if (sent != run.size()) [[unlikely]]
+        longest = std::ranges::max(run.first(sent), {}, &in_flight::length).length;
+    _buffer.passed_through(ingress, priority, longest, _counters[egress]);
     count_sent(egress, tc, sent, bytes);
     std::uint64_t& queue_peak = _queue_counters[egress][tc].peak_bytes;
-    queue_peak = std::max(queue_peak, longest);
+    queue_peak = std::max<std::uint64_t>(queue_peak, longest);
     return sent;
 }
 

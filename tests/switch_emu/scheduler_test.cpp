@@ -76,8 +76,8 @@ TEST_F(ets_shortcut, a_run_of_lone_frames_moves_the_scheduler_as_pick_and_sent_d
         const std::uint16_t port = any_port();
         if (random() % 2) {
             const std::uint8_t tc = any_class();
+            const std::uint32_t frames = 1 + random() % 40; // a run has a frame
             ets_scheduler::lone_run run(shortcut, port, tc);
-            const std::uint32_t frames = random() % 40;
             std::uint64_t bytes_in_run = 0;
             for (std::uint32_t f = 0; f < frames; ++f) {
                 const std::uint32_t bytes = any_length();
@@ -94,6 +94,25 @@ TEST_F(ets_shortcut, a_run_of_lone_frames_moves_the_scheduler_as_pick_and_sent_d
     EXPECT_GT(runs, 2'000);
     EXPECT_GT(runs_past_a_quantum, 1'000);
     EXPECT_GT(picks_among_several, 1'000);
+}
+
+TEST_F(ets_shortcut, a_run_in_debt_by_exactly_a_quantum_takes_two_more_turns) {
+    // TC 0's quantum is 7680 B. Its first frame leaves 1 B of credit, the second (7681 B) a debt
+    // of exactly one quantum: before the third, one turn only pays the debt off (0 B of credit),
+    // so the class takes a second. The two schedulers then share TC 0 and TC 3 alike.
+    constexpr std::int64_t quantum = 30 * ets_scheduler::quantum_per_percent;
+    ets_scheduler::lone_run run(shortcut, 0, 0);
+    for (const std::uint32_t bytes : {std::uint32_t{quantum - 1}, std::uint32_t{quantum + 1}, 1000u}) {
+        run.sent(bytes);
+        ASSERT_TRUE(general_sends_alone(0, 0, bytes));
+    }
+    constexpr std::uint8_t both = 1u << 0 | 1u << 3;
+    for (int i = 0; i < 40; ++i) {
+        const auto picked = general.pick(0, both);
+        ASSERT_EQ(shortcut.pick(0, both), picked) << "pick " << i;
+        shortcut.sent(0, *picked, 1000);
+        general.sent(0, *picked, 1000);
+    }
 }
 
 } // namespace
