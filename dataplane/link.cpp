@@ -170,6 +170,7 @@ void link::transmit_with_faults(rte_mbuf* frame, std::uint32_t length) {
         if (reorder && rte_ring_free_count(_held) > 0) {
             m.arrival = std::max(m.arrival + _faults.reorder_delay, _last_held_arrival);
             _last_held_arrival = m.arrival;
+            if (!_held_any.load(std::memory_order_relaxed)) _held_any.store(true, std::memory_order_release);
             bump(_frames_reordered);
             enqueue(_held, frame);
         } else {
@@ -233,6 +234,7 @@ bool link::fill_head() {
 
 bool link::fill_held_head() {
     if (_held_head) return true;
+    if (!_held_any.load(std::memory_order_acquire)) return false;
     void* m = nullptr;
     if (rte_ring_sc_dequeue(_held_arrivals, &m) != 0) return false;
     _held_head = static_cast<rte_mbuf*>(m);

@@ -280,6 +280,10 @@ private:
     rte_mbuf* _held_head = nullptr;
     rte_ring* _arrivals = nullptr;      // _ring
     rte_ring* _held_arrivals = nullptr; // _held
+    // Set by the sending side before the first frame it holds back, never cleared: until then
+    // the held ring is empty, and asking it would read two lines of the ring for nothing (on a
+    // fabric of hundreds of links, two lines no cache holds).
+    std::atomic<bool> _held_any{false};
 };
 
 } // namespace rocefab
