@@ -25,7 +25,9 @@ bool start_eal(const eal_options& options, std::string& error);
 inline constexpr std::uint16_t packet_data_room = RTE_PKTMBUF_HEADROOM + 9216;
 
 // Whether a pool's pages are all faulted in when it is made, as reserved hugepages are, or as
-// its buffers are first used.
+// its buffers are first used. A populated pool has memory of its own, not the EAL's, which the
+// kernel may back with transparent huge pages (in madvise or always mode), so that frames in
+// flight by the thousand do not each need a TLB entry of their own.
 enum class pool_pages : std::uint8_t { on_first_use, populated };
 
 // Which free buffer a pool hands out next, once its per-lcore cache (256 buffers) is empty or
