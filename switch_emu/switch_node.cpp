@@ -136,6 +136,8 @@ void switch_node::forward_vector(std::uint16_t port, std::span<const in_flight> 
             if (i == end) break;
             const in_flight& f = vector[i];
             enqueue(frames[i++], *f.parsed, f.egress, f.length, now);
+            // What is left of the run may cut through again (the frame was dropped, or sent at once).
+            if (i < end) longest = longest_of(vector.subspan(i, end - i));
         }
     }
 }
@@ -176,7 +178,7 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     // The longest frame that went: the run's, unless the link took only part of it.
     std::uint32_t longest = longest_in_run;
     if (sent != run.size()) [[unlikely]]
-        longest = std::ranges::max(run.first(sent), {}, &in_flight::length).length;
+        longest = longest_of(run.first(sent));
     _buffer.passed_through(ingress, priority, longest, _counters[egress]);
     count_sent(egress, tc, sent, bytes);
     std::uint64_t& queue_peak = _queue_counters[egress][tc].peak_bytes;

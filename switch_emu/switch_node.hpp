@@ -16,6 +16,7 @@
 #include "switch_emu/scheduler.hpp"
 #include "switch_emu/switch_spec.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -111,6 +112,9 @@ private:
         std::uint8_t traffic_class;
     };
     static_assert(sizeof(in_flight) == 16);
+    static std::uint32_t longest_of(std::span<const in_flight> run) {
+        return std::ranges::max(run, {}, &in_flight::length).length;
+    }
     // Stages 4 to 7 over a vector of parsed, classified and routed frames from `port`: each
     // admitted, queued and sent in turn, runs for one queue cut through.
     // `frames[i]` is vector[i]'s frame.
@@ -127,7 +131,7 @@ private:
     // cut-through. Frames go straight to the link, neither buffered nor queued, for as long as
     // drain_port() would send each the moment it is queued and admission would not pause for
     // it. Returns how many went; the next frame, if any, needs enqueue(). `frames[i]` is
-    // run[i]'s frame; no frame of the run is longer than `longest_in_run`.
+    // run[i]'s frame; `longest_in_run` is the length of the run's longest frame.
     std::size_t cut_through(std::uint16_t ingress, std::span<const in_flight> run, rte_mbuf* const* frames,
                             std::uint32_t longest_in_run, sim_time now);
     // A PAUSE or PFC frame received on `port`: the MAC acts on it and consumes it.

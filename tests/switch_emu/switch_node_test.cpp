@@ -1092,6 +1092,25 @@ TEST_F(switch_pipeline, full_shared_buffer_tail_drops_and_tracks_occupancy_per_p
     EXPECT_EQ(sink->sent.size(), 4u) << "space is back once the queue drains";
 }
 
+TEST_F(switch_pipeline, a_frame_dropped_within_a_run_raises_no_watermark) {
+    // A run of three frames for one queue, the middle one longer than the whole buffer: the
+    // first cuts through, the second is tail-dropped, the third cuts through after it. The
+    // buffer's peak is the longest frame that passed through it, not the one dropped.
+    const auto small = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.payload = 200});
+    const auto big = ipv4_udp_frame(host_ip, ipv4("10.2.3.4"), {.payload = 1400});
+    auto spec = test_spec();
+    spec.buffer_bytes = 3 * small.size();
+    spec.buffer_alpha = 1000;
+    build(spec);
+    const std::array<rte_mbuf*, 3> run{make_frame(small), make_frame(big), make_frame(small)};
+    sw->receive_burst(0, run, 0);
+
+    EXPECT_EQ(sink->sent.size(), 2u);
+    EXPECT_EQ(count(1, port_counter::tail_drops), 1u);
+    EXPECT_EQ(count(1, port_counter::buffer_peak_bytes), small.size());
+    EXPECT_EQ(sw->buffer_in_use(), 0u);
+}
+
 // Spectrum's dynamic threshold: a priority group may hold alpha x the free shared bytes, so with
 // alpha 1 a single lossy group stops at half the pool, and a second group still finds room. An
 // egress queue meets the same threshold: a second group sending to the full queue finds none.
