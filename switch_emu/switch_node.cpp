@@ -136,8 +136,9 @@ void switch_node::forward_vector(std::uint16_t port, std::span<const in_flight> 
             if (i == end) break;
             const in_flight& f = vector[i];
             enqueue(frames[i++], *f.parsed, f.egress, f.length, now);
-            // What is left of the run may cut through again (the frame was dropped, or sent at once).
-            if (i < end) longest = longest_of(vector.subspan(i, end - i));
+            // What is left of the run may cut through again (the frame was dropped, or sent at
+            // once); its longest frame is found only then, not after every frame queued.
+            longest = longest_unknown;
         }
     }
 }
@@ -155,6 +156,7 @@ std::size_t switch_node::cut_through(std::uint16_t ingress, std::span<const in_f
     if (_queues.backlog(egress) != 0 || !(sendable_classes(egress, now) & (1u << tc))) return 0;
     if (watchdog_drops(egress, tc)) return 0;
     if (!_congestion.passes(tc, 0) || _pfc.pausing(ingress, priority)) return 0;
+    if (longest_in_run == longest_unknown) longest_in_run = longest_of(run);
     const std::uint64_t longest_allowed =
         std::min<std::uint64_t>(_buffer.egress_limit(priority, 0), _buffer.pass_through_limit(ingress, priority));
     // Per frame: its length, and whether the link takes it now (link_free()). The frames the

@@ -131,7 +131,9 @@ private:
     // cut-through. Frames go straight to the link, neither buffered nor queued, for as long as
     // drain_port() would send each the moment it is queued and admission would not pause for
     // it. Returns how many went; the next frame, if any, needs enqueue(). `frames[i]` is
-    // run[i]'s frame; `longest_in_run` is the length of the run's longest frame.
+    // run[i]'s frame; `longest_in_run` is the length of the run's longest frame, or
+    // longest_unknown for cut_through() to find it once the run may go.
+    static constexpr std::uint32_t longest_unknown = 0; // no frame is that short
     std::size_t cut_through(std::uint16_t ingress, std::span<const in_flight> run, rte_mbuf* const* frames,
                             std::uint32_t longest_in_run, sim_time now);
     // A PAUSE or PFC frame received on `port`: the MAC acts on it and consumes it.
