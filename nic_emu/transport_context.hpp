@@ -94,14 +94,15 @@ struct transport_context {
     transport_port& port;
     const nic_spec& spec;
     const std::string& nic_name; // the node's, for the traces
+    // Beside the references above, on the line every packet reads: each receive() writes them.
+    rte_mbuf* current_frame = nullptr; // the frame receive() is handling, for dma.hold()
+    bool current_frame_kept = false;   // ... and now held in a reorder buffer
+    sim_time latest = 0;               // the latest time receive() or poll() was given: when flush_dma() answers
     nic_counters counters;
     dma_batch dma;
     // Packets held ahead of gaps by all QPs (reorder_buffer.hpp): bounded so that reordering
     // cannot drain the packet pool.
     held_packet_store held;
-    rte_mbuf* current_frame = nullptr; // the frame receive() is handling, for dma.hold()
-    bool current_frame_kept = false;   // ... and now held in a reorder buffer
-    sim_time latest = 0;               // the latest time receive() or poll() was given: when flush_dma() answers
 
     // How long a gap may stay open before the sequence NAK asks for what is missing: longer
     // than the skew of a sprayed fabric (and the 10 us of the lossy example's reorder_delay),
