@@ -6,9 +6,10 @@
 namespace rocefab::switch_emu {
 
 egress_queues::egress_queues(std::uint16_t port_count, std::uint32_t frames_per_queue)
-    : _mask(std::bit_ceil(std::max<std::uint32_t>(frames_per_queue, 1)) - 1),
+    : _mask(std::bit_ceil(std::max<std::uint32_t>(frames_per_queue, 1)) - 1), _ports(port_count),
       _fifos(std::size_t(port_count) * traffic_class_count),
-      _slots(std::size_t(port_count) * traffic_class_count * (_mask + 1), nullptr), _backlog(port_count, 0) {}
+      _slots(new rte_mbuf*[std::size_t(port_count) * traffic_class_count * (_mask + 1 + ring_padding)]),
+      _backlog(port_count, 0) {}
 
 egress_queues::~egress_queues() {
     for (std::uint16_t port = 0; port < _backlog.size(); ++port)

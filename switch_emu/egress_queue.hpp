@@ -1,12 +1,20 @@
 // Stage 5, egress queue: per port, one FIFO per traffic class. The rings are allocated once,
 // at construction; enqueue and dequeue only move indices. WRED/ECN marking will happen here
 // on enqueue, against the depth these queues keep.
+//
+// Where the slots lie is chosen for the cache, since every queued frame writes one and reads
+// it back. A FIFO that empties starts again at its first slot, so a queue that seldom holds
+// more than a few frames keeps to one line rather than sweeping its whole ring (32 KiB a
+// queue by default) through the cache. The rings of one class lie side by side, port after
+// port, each one line longer than its slots: the first slots of the ports a class uses then
+// fall on different cache sets instead of all on one, as rings a power of two apart would.
 #pragma once
 
 #include "dataplane/packet.hpp"
 #include "switch_emu/switch_spec.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace rocefab::switch_emu {
@@ -35,7 +43,10 @@ public:
         if (q.head == q.tail) return nullptr;
         rte_mbuf* frame = slot(port, tc, q.head++);
         q.bytes -= rte_pktmbuf_pkt_len(frame);
-        if (q.head == q.tail) _backlog[port] = static_cast<std::uint8_t>(_backlog[port] & ~(1u << tc));
+        if (q.head == q.tail) {
+            q.head = q.tail = 0; // the next frame takes the first slot again (above)
+            _backlog[port] = static_cast<std::uint8_t>(_backlog[port] & ~(1u << tc));
+        }
         return frame;
     }
 
@@ -52,19 +63,26 @@ public:
 
 private:
     struct fifo {
-        std::uint32_t head = 0; // next to dequeue; head and tail run freely and wrap
+        // Head and tail run freely and wrap; both go back to 0 when they meet (above).
+        std::uint32_t head = 0; // next to dequeue
         std::uint32_t tail = 0; // next free slot
         std::uint64_t bytes = 0;
     };
+    // A ring's slots and the line of padding after them (above).
+    static constexpr std::size_t ring_padding = RTE_CACHE_LINE_SIZE / sizeof(void*); // slots in a line
     fifo& fifo_at(std::uint16_t port, std::uint8_t tc) { return _fifos[port * traffic_class_count + tc]; }
     const fifo& fifo_at(std::uint16_t port, std::uint8_t tc) const { return _fifos[port * traffic_class_count + tc]; }
     rte_mbuf*& slot(std::uint16_t port, std::uint8_t tc, std::uint32_t index) {
-        return _slots[(std::size_t(port) * traffic_class_count + tc) * (_mask + 1) + (index & _mask)];
+        return _slots[(std::size_t(tc) * _ports + port) * (_mask + 1 + ring_padding) + (index & _mask)];
     }
 
     std::uint32_t _mask;
+    std::uint16_t _ports;
     std::vector<fifo> _fifos;
-    std::vector<rte_mbuf*> _slots;
+    // Left uninitialised: only slots between a FIFO's head and tail are read, each written
+    // first. Zeroing them would fault in every page of the rings (67 MB for 256 ports) for
+    // queues that never use more than their first lines.
+    std::unique_ptr<rte_mbuf*[]> _slots;
     std::vector<std::uint8_t> _backlog;
 };
 
