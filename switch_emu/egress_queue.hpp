@@ -68,8 +68,8 @@ private:
         std::uint32_t tail = 0; // next free slot
         std::uint64_t bytes = 0;
     };
-    // A ring's slots and the line of padding after them (above).
-    static constexpr std::size_t ring_padding = RTE_CACHE_LINE_SIZE / sizeof(void*); // slots in a line
+    // The cache line of unused slots after each ring (above).
+    static constexpr std::size_t ring_padding = RTE_CACHE_LINE_SIZE / sizeof(void*);
     fifo& fifo_at(std::uint16_t port, std::uint8_t tc) { return _fifos[port * traffic_class_count + tc]; }
     const fifo& fifo_at(std::uint16_t port, std::uint8_t tc) const { return _fifos[port * traffic_class_count + tc]; }
     rte_mbuf*& slot(std::uint16_t port, std::uint8_t tc, std::uint32_t index) {
