@@ -69,8 +69,7 @@ int main(int argc, char** argv) {
         else if (std::strcmp(argv[i], "--duration-ms") == 0) {
             duration_ms = std::atof(argv[i + 1]);
             duration_given = true;
-        }
-        else {
+        } else {
             std::fprintf(stderr, "usage: %s [--senders N] [--permutation HOSTS --bytes B] [--duration-ms D]\n",
                          argv[0]);
             return 2;

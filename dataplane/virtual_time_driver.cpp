@@ -18,12 +18,14 @@ virtual_time_driver::~virtual_time_driver() {
 
 void virtual_time_driver::resync() {
     const std::size_t nodes = _wiring.node_count(), links = _wiring.link_count();
-    if (_calendar.capacity() != nodes + links) { // the wiring grew since the last call
-        _calendar.reset(nodes + links);
-        _window.reset(nodes + links);
+    if (_node_flags.size() != nodes || _link_queued.size() != links) { // the wiring grew since the last call
         _node_flags.assign(nodes, {});
         _link_queued.assign(links, 0);
     }
+    // Every entity is asked again below, so the calendar starts empty, with the groups as they
+    // are now (running ahead may have been switched, or the wiring grown or coupled anew).
+    find_groups();
+    _calendar.reset(_group);
     for (std::size_t k = 0; k < links; ++k) {
         link& l = _wiring.link_at(static_cast<link_id>(k));
         l.set_arrival_listener(this, static_cast<link_id>(k));
@@ -33,25 +35,24 @@ void virtual_time_driver::resync() {
         _node_flags[i].stale = 0;
         _calendar.set(static_cast<std::uint32_t>(i), _wiring.node_at(static_cast<node_id>(i)).next_deadline());
     }
-    find_groups();
 }
 
 void virtual_time_driver::set_run_ahead(bool on) {
     _run_ahead = on;
-    find_groups();
+    resync();
 }
 
 void virtual_time_driver::find_groups() {
     _lookahead = 0;
-    if (!_run_ahead) return;
     const std::size_t nodes = _wiring.node_count(), links = _wiring.link_count();
+    _group.assign(nodes + links, 0); // one group of everything unless running ahead
+    if (!_run_ahead) return;
     sim_time shortest = never;
     for (std::size_t k = 0; k < links; ++k)
         shortest = std::min(shortest, _wiring.link_at(static_cast<link_id>(k)).model().propagation_delay);
     if (shortest <= 0) return;
     // A window's offsets fit in the low 32 bits of the window calendar's keys.
-    _lookahead = std::min<sim_time>(shortest, sim_time{1} << 32);
-    _group.resize(nodes + links);
+    _lookahead = shortest;
     _observers.clear();
     for (std::size_t i = 0; i < nodes; ++i) {
         _group[i] = static_cast<std::uint32_t>(i);
@@ -71,22 +72,9 @@ void virtual_time_driver::find_groups() {
         _group[link_entity(static_cast<link_id>(k))] = _group[_wiring.link_at(static_cast<link_id>(k)).to().node];
 }
 
-void virtual_time_driver::set_event(std::uint32_t entity, sim_time time) {
-    if (_in_window && time < _window_end) {
-        _calendar.remove(entity);
-        const sim_time offset = std::max(time, _window_start) - _window_start;
-        _window.set(entity,
-                    static_cast<sim_time>(std::uint64_t{_group[entity]} << 32 | static_cast<std::uint64_t>(offset)));
-        return;
-    }
-    if (_in_window) _window.remove(entity);
-    _calendar.set(entity, time);
-}
+void virtual_time_driver::set_event(std::uint32_t entity, sim_time time) { _calendar.set(entity, time); }
 
-void virtual_time_driver::clear_event(std::uint32_t entity) {
-    _calendar.remove(entity);
-    if (_in_window) _window.remove(entity);
-}
+void virtual_time_driver::clear_event(std::uint32_t entity) { _calendar.remove(entity); }
 
 sim_time virtual_time_driver::earliest_event() const {
     sim_time earliest = _calendar.earliest();
@@ -165,8 +153,9 @@ void virtual_time_driver::frame_queued(link_id k, sim_time arrival) {
     // ahead, a frame arrives after the window (links take at least its length); a link already
     // due in the window is asked again when it is served.
     const std::uint32_t entity = link_entity(k);
-    if (_in_window && _window.contains(entity)) return;
-    if (arrival < _calendar.time_of(entity)) set_event(entity, arrival);
+    const sim_time scheduled = _calendar.time_of(entity);
+    if (_in_window && scheduled < _window_end) return;
+    if (arrival < scheduled) set_event(entity, arrival);
 }
 
 bool virtual_time_driver::deliver_due(sim_time t) {
@@ -288,20 +277,26 @@ void virtual_time_driver::run_window(sim_time start, sim_time end) {
     _in_window = true;
     _window_start = start;
     _window_end = end;
-    while (!_calendar.empty() && _calendar.earliest() < end) {
-        const std::uint32_t entity = _calendar.earliest_id();
-        set_event(entity, _calendar.earliest()); // moves it to the window's calendar
-    }
     sim_time last = start;
-    while (!_window.empty()) {
-        const sim_time key = _window.earliest();
-        const sim_time t = start + static_cast<sim_time>(static_cast<std::uint64_t>(key) & 0xffff'ffffu);
-        _instant = t;
-        ++_instants;
-        _phase = phase::gathering;
-        while (!_window.empty() && _window.earliest() == key) schedule_entity(_window.pop());
-        serve_instant(t);
-        last = std::max(last, t);
+    // A group's turn changes only its own entries before the window's end (what it sends to
+    // another group arrives after it), so one pass over the groups due serves the window; the
+    // loop around it would catch a group made due during another's turn.
+    for (_calendar.groups_before(end, _window_groups); !_window_groups.empty();
+         _calendar.groups_before(end, _window_groups)) {
+        for (const std::uint32_t g : _window_groups) {
+            _calendar.hold_group(g);
+            for (sim_time due; (due = _calendar.earliest_in(g)) < end;) {
+                // A deadline left in the past is served at the window's start.
+                const sim_time t = std::max(due, start);
+                _instant = t;
+                ++_instants;
+                _phase = phase::gathering;
+                while (_calendar.earliest_in(g) <= t) schedule_entity(_calendar.pop_from(g));
+                serve_instant(t);
+                last = std::max(last, t);
+            }
+            _calendar.release_group();
+        }
     }
     _in_window = false;
     _now = last;

@@ -14,7 +14,7 @@
 //   next round otherwise.
 //
 // The driver keeps a calendar (event_calendar.hpp) of every link's next arrival and every
-// node's next deadline, so an instant costs O(what is due × log(links + nodes)), not a look at
+// node's next deadline, so an instant costs O(what is due × log(what waits)), not a look at
 // every link and node. That rests on when those times can change:
 //   - a link's next arrival, when a frame is queued (it tells the driver: arrival_listener)
 //     and when the driver takes frames off it;
@@ -113,8 +113,7 @@ private:
     // the calendar.
     void serve_instant(sim_time t);
     void schedule_entity(std::uint32_t entity);
-    // Where `entity` waits for `time`: the window's calendar when it falls in the window being
-    // served, the calendar otherwise.
+    // Puts `entity` in the calendar at `time`, or moves it there.
     void set_event(std::uint32_t entity, sim_time time);
     void clear_event(std::uint32_t entity);
     // Nodes joined by coupling, and the shortest link delay.
@@ -159,14 +158,14 @@ private:
     std::vector<link_id> _links_now, _links_next;
 
     // Running ahead: each entity's group (the lowest node id coupled to it, a link's that of
-    // the node it delivers to), the observers, and the window being served. In the window's
-    // calendar an entity waits under (group << 32 | time - window start), so it hands out one
-    // group's instants in time order before the next group's.
+    // the node it delivers to; 0 for all when not running ahead), which is also its group in
+    // the calendar; the observers; and the window being served, with the groups due in it in
+    // the order they are served (by group), each one's instants in time order.
     bool _run_ahead = false;
     sim_time _lookahead = 0;
     std::vector<std::uint32_t> _group;
     std::vector<node_id> _observers;
-    event_calendar _window;
+    std::vector<std::uint32_t> _window_groups;
     bool _in_window = false;
     sim_time _window_start = 0, _window_end = 0;
 
