@@ -149,31 +149,13 @@ private:
         _entries[at] = e;
         _position[e.id] = at;
     }
-    // Within group g's heap, which starts at _base[g]: the children of the slot `i` places after
-    // the start are 2i + 1 and 2i + 2 places after it.
+    // Group g's heap starts at _base[g].
     void sift_up(std::uint32_t g, std::uint32_t at) {
-        const std::uint32_t base = _base[g];
-        const entry e = _entries[at];
-        while (at > base) {
-            const std::uint32_t parent = base + (at - base - 1) / 2;
-            if (!before(e, _entries[parent])) break;
-            place(at, _entries[parent]);
-            at = parent;
-        }
-        place(at, e);
+        heap_sift_up(_entries.data(), _base[g], at, [this](std::uint32_t i, entry e) { place(i, e); });
     }
     void sift_down(std::uint32_t g, std::uint32_t at) {
-        const std::uint32_t base = _base[g], end = base + _count[g];
-        const entry e = _entries[at];
-        for (;;) {
-            std::uint32_t child = base + 2 * (at - base) + 1;
-            if (child >= end) break;
-            if (child + 1 < end && before(_entries[child + 1], _entries[child])) ++child;
-            if (!before(_entries[child], e)) break;
-            place(at, _entries[child]);
-            at = child;
-        }
-        place(at, e);
+        heap_sift_down(_entries.data(), _base[g], _base[g] + _count[g], at,
+                       [this](std::uint32_t i, entry e) { place(i, e); });
     }
 
     // Brings group g's place in the heap of groups up to date with its earliest entry.
@@ -215,27 +197,39 @@ private:
         _group_position[e.group] = at;
     }
     void group_sift_up(std::uint32_t at) {
-        const group_entry e = _groups[at];
-        while (at > 0) {
-            const std::uint32_t parent = (at - 1) / 2;
-            if (!before(e, _groups[parent])) break;
-            place_group_entry(at, _groups[parent]);
-            at = parent;
-        }
-        place_group_entry(at, e);
+        heap_sift_up(_groups.data(), 0, at, [this](std::uint32_t i, group_entry e) { place_group_entry(i, e); });
     }
     void group_sift_down(std::uint32_t at) {
-        const group_entry e = _groups[at];
-        const auto size = static_cast<std::uint32_t>(_groups.size());
+        heap_sift_down(_groups.data(), 0, static_cast<std::uint32_t>(_groups.size()), at,
+                       [this](std::uint32_t i, group_entry e) { place_group_entry(i, e); });
+    }
+
+    // A binary min-heap laid out in entries[base, end), by before(): the children of the slot i
+    // places after base are 2i + 1 and 2i + 2 places after it. `place(i, e)` puts e at i and
+    // notes where it is.
+    template <typename Entry, typename Place>
+    static void heap_sift_up(Entry* entries, std::uint32_t base, std::uint32_t at, Place place) {
+        const Entry e = entries[at];
+        while (at > base) {
+            const std::uint32_t parent = base + (at - base - 1) / 2;
+            if (!before(e, entries[parent])) break;
+            place(at, entries[parent]);
+            at = parent;
+        }
+        place(at, e);
+    }
+    template <typename Entry, typename Place>
+    static void heap_sift_down(Entry* entries, std::uint32_t base, std::uint32_t end, std::uint32_t at, Place place) {
+        const Entry e = entries[at];
         for (;;) {
-            std::uint32_t child = 2 * at + 1;
-            if (child >= size) break;
-            if (child + 1 < size && before(_groups[child + 1], _groups[child])) ++child;
-            if (!before(_groups[child], e)) break;
-            place_group_entry(at, _groups[child]);
+            std::uint32_t child = base + 2 * (at - base) + 1;
+            if (child >= end) break;
+            if (child + 1 < end && before(entries[child + 1], entries[child])) ++child;
+            if (!before(entries[child], e)) break;
+            place(at, entries[child]);
             at = child;
         }
-        place_group_entry(at, e);
+        place(at, e);
     }
 
     std::vector<std::uint32_t> _group_of;       // per entity
