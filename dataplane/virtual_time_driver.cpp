@@ -51,7 +51,6 @@ void virtual_time_driver::find_groups() {
     for (std::size_t k = 0; k < links; ++k)
         shortest = std::min(shortest, _wiring.link_at(static_cast<link_id>(k)).model().propagation_delay);
     if (shortest <= 0) return;
-    // A window's offsets fit in the low 32 bits of the window calendar's keys.
     _lookahead = shortest;
     _observers.clear();
     for (std::size_t i = 0; i < nodes; ++i) {
@@ -275,7 +274,6 @@ bool virtual_time_driver::process_next_instant(sim_time limit) {
 
 void virtual_time_driver::run_window(sim_time start, sim_time end) {
     _in_window = true;
-    _window_start = start;
     _window_end = end;
     sim_time last = start;
     // A group's turn changes only its own entries before the window's end (what it sends to

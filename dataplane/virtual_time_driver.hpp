@@ -167,7 +167,7 @@ private:
     std::vector<node_id> _observers;
     std::vector<std::uint32_t> _window_groups;
     bool _in_window = false;
-    sim_time _window_start = 0, _window_end = 0;
+    sim_time _window_end = 0;
 
     std::uint64_t _instants = 0;
     std::uint64_t _frames_delivered = 0;
