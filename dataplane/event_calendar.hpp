@@ -54,7 +54,6 @@ public:
     bool contains(std::uint32_t id) const { return _position[id] != absent; }
     // When `id` is scheduled; `never` when it is not.
     sim_time time_of(std::uint32_t id) const { return contains(id) ? _entries[_position[id]].time : never; }
-    std::uint32_t group_of(std::uint32_t id) const { return _group_of[id]; }
 
     // Schedules `id` at `time`, moving it if it was scheduled; `never` takes it out.
     void set(std::uint32_t id, sim_time time) {
