@@ -73,6 +73,11 @@ protected:
     // the ones _a_to_b and _b_to_a name on h1's side).
     virtual void adjust(nic_spec&, nic_spec&) {}
     virtual node* middle() { return nullptr; }
+    // The memory the NIC reaches a host's buffers through: the test's own, unless a fixture
+    // wants writes to fail as they do when a program unmaps its buffer.
+    virtual std::unique_ptr<address_space> memory_of(const host_side&) {
+        return std::make_unique<local_address_space>();
+    }
 
     // With ROCEFAB_TEST_ONE_NIC=1 (meson's *_loopback tests) both sides are contexts of the first
     // NIC, so every test of the suite runs again over the NIC's loopback, as rdma-core's tests
@@ -143,7 +148,7 @@ protected:
             ::close(fd);
             h.doorbells = static_cast<hw::doorbell_queue*>(doorbells.base());
         }
-        h.context = nic.open_context(std::make_unique<local_address_space>(), events[1], std::move(doorbells));
+        h.context = nic.open_context(memory_of(h), events[1], std::move(doorbells));
         ASSERT_EQ(nic.alloc_pd(h.context, h.pd), 0);
         ASSERT_EQ(nic.reg_mr(h.context, h.pd, reinterpret_cast<std::uint64_t>(h.memory.data()), h.memory.size(),
                              reinterpret_cast<std::uint64_t>(h.memory.data()), static_cast<std::uint32_t>(_mr_access),
