@@ -24,17 +24,19 @@ namespace rocefab::nic {
 // RDMA WRITE's target with a remote access error (IBA 9.7.5.2.8), as an on-demand-paging MR whose
 // page fault fails answers. On UC and UD, and for a response's payload at the requester (READ
 // data, an atomic's original value), nothing is answered: the QP fails alone.
+// Sixteen bytes, so that the few a NIC's turn stages lie on one line.
 struct write_origin {
     queue_pair* qp = nullptr;
-    bool nak = false;
     std::uint32_t psn = 0;
+    bool nak = false;
     wire::nak_code code = wire::nak_code::remote_access_error;
 
     static write_origin request(queue_pair& qp, std::uint32_t psn, wire::nak_code code) {
-        return {&qp, qp.type == IBV_QPT_RC, psn, code};
+        return {&qp, psn, qp.type == IBV_QPT_RC, code};
     }
     static write_origin local(queue_pair& qp) { return {&qp}; }
 };
+static_assert(sizeof(write_origin) == 16);
 
 class dma_batch {
 public:
@@ -81,7 +83,7 @@ public:
     void add_write(address_space* memory, void* from, std::uint64_t to, std::size_t length,
                    const write_origin& origin) {
         _memory = memory;
-        if (_writers_count == 0 || _writers[_writers_count - 1] != origin.qp) _writers[_writers_count++] = origin.qp;
+        origin.qp->responder.dma_batch_stamp = _stamp;
         _local[_segments] = {from, length};
         _remote[_segments] = {reinterpret_cast<void*>(to), length};
         _origins[_segments] = origin;
@@ -91,12 +93,10 @@ public:
     bool holds(const rte_mbuf* frame) const { return _frames && _held[_frames - 1] == frame; }
     void add_completion(const completion& c) { _pending[_completions++] = c; }
     void add_acknowledgement(const acknowledgement& a) { _acknowledgements[_acks++] = a; }
-    // Whether `qp` has writes in the batch.
-    bool writes_for(const queue_pair* qp) const {
-        for (std::size_t i = 0; i < _writers_count; ++i)
-            if (_writers[i] == qp) return true;
-        return false;
-    }
+    // Whether `qp` has writes in the batch: a write stamps its QP with the batch's stamp, and
+    // each clear() takes a new one. (A list of the writers was a line more a turn to write and
+    // have evicted, with a NIC for each of 256 hosts.)
+    bool writes_for(const queue_pair* qp) const { return qp->responder.dma_batch_stamp == _stamp; }
 
     address_space* memory() const { return _memory; }
     std::span<const iovec> local() const { return {_local.data(), _segments}; }
@@ -111,7 +111,8 @@ public:
         for (std::size_t i = 0; i < _frames; ++i)
             if (_held[i] != in_hand) rte_pktmbuf_free(_held[i]);
         _memory = nullptr;
-        _segments = _frames = _completions = _writers_count = _acks = 0;
+        _segments = _frames = _completions = _acks = 0;
+        ++_stamp;
     }
 
 private:
@@ -121,14 +122,13 @@ private:
     std::size_t _segments = 0;
     std::size_t _frames = 0;
     std::size_t _completions = 0;
-    std::size_t _writers_count = 0;
     std::size_t _acks = 0;
+    std::uint64_t _stamp = 1; // responder_record::dma_batch_stamp of the QPs with writes here; never 0
     std::array<iovec, max_segments> _local{};
     std::array<iovec, max_segments> _remote{};
     std::array<write_origin, max_segments> _origins{};
     std::array<rte_mbuf*, max_frames> _held{};
     std::array<completion, max_completions> _pending{};
-    std::array<queue_pair*, max_segments> _writers{}; // in order of their first write, each once in a row
     std::array<acknowledgement, max_acks> _acknowledgements{};
 };
 

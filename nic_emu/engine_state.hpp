@@ -226,6 +226,9 @@ struct responder_record {
     std::uint32_t msn = 0;
     // What every request and every look at the QP reads comes first, together; the arrays
     // after it are read only when they hold something.
+    // The stamp of the NIC's DMA batch while it holds writes for this QP, as responder or as
+    // requester (dma_batch::writes_for): an acknowledgement waits for them.
+    std::uint64_t dma_batch_stamp = 0;
     // When the gap before the requests in `early`, if it is still open, is reported with a
     // sequence NAK.
     sim_time gap_deadline = never;
